@@ -1,0 +1,119 @@
+//! Multi-head entry point of the reference: splits `[heads][..]` buffers
+//! into KV groups and dispatches on the method.
+
+use alloc::vec::Vec;
+
+use super::{dense, sparf, sparq};
+use crate::error::AttentionError;
+use crate::shape::{HeadsLayout, Method};
+
+/// Attention of all heads: `q` is `[q_heads][d]`, `k` and `v` are
+/// `[kv_heads][s][d]`; query head `h` uses KV head `h / (q_heads /
+/// kv_heads)`. Output `[q_heads][d]`.
+#[allow(clippy::too_many_arguments)] // Signature fixed by the workspace API.
+pub fn attend_heads(
+    method: Method,
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    q_heads: usize,
+    kv_heads: usize,
+    s: usize,
+    d: usize,
+) -> Result<Vec<f32>, AttentionError> {
+    let layout = HeadsLayout {
+        q_heads,
+        kv_heads,
+        s,
+        d,
+    };
+    let shape = layout.check_inputs(q.len(), k.len(), v.len())?;
+    method.validate(d)?;
+    let q_group = shape.group * d;
+    let kv_group = s * d;
+    let mut out = Vec::with_capacity(q.len());
+    for ((q_g, k_g), v_g) in q
+        .chunks_exact(q_group)
+        .zip(k.chunks_exact(kv_group))
+        .zip(v.chunks_exact(kv_group))
+    {
+        let o = match method {
+            Method::Dense => dense(q_g, k_g, v_g, shape)?,
+            Method::SparQ(p) => sparq(q_g, k_g, v_g, shape, p)?,
+            Method::SparF(p) => sparf(q_g, k_g, v_g, shape, p)?,
+        };
+        out.extend_from_slice(&o);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shape::{GroupShape, SparseParams};
+    use crate::testdata::SplitMix64;
+
+    #[test]
+    fn heads_map_to_their_kv_group() {
+        let (qh, kvh, s, d) = (4, 2, 7, 8);
+        let mut rng = SplitMix64::new(5);
+        let mut draw = |n: usize| -> Vec<f32> { (0..n).map(|_| rng.normal()).collect() };
+        let q = draw(qh * d);
+        let k = draw(kvh * s * d);
+        let v = draw(kvh * s * d);
+        let shape = GroupShape {
+            group: 2,
+            head_dim: d,
+        };
+        let p = SparseParams {
+            r: 2,
+            k: 3,
+            local: 1,
+        };
+        for method in [Method::Dense, Method::SparQ(p), Method::SparF(p)] {
+            let all = attend_heads(method, &q, &k, &v, qh, kvh, s, d).unwrap();
+            for g in 0..kvh {
+                let qg = &q[g * 2 * d..(g + 1) * 2 * d];
+                let kg = &k[g * s * d..(g + 1) * s * d];
+                let vg = &v[g * s * d..(g + 1) * s * d];
+                let want = match method {
+                    Method::Dense => dense(qg, kg, vg, shape),
+                    Method::SparQ(p) => sparq(qg, kg, vg, shape, p),
+                    Method::SparF(p) => sparf(qg, kg, vg, shape, p),
+                }
+                .unwrap();
+                assert_eq!(all[g * 2 * d..(g + 1) * 2 * d], want[..]);
+            }
+        }
+    }
+
+    #[test]
+    fn errors() {
+        assert!(matches!(
+            attend_heads(Method::Dense, &[0.0; 6], &[0.0; 8], &[0.0; 8], 3, 2, 2, 2),
+            Err(AttentionError::InvalidHeads { .. })
+        ));
+        assert_eq!(
+            attend_heads(Method::Dense, &[0.0; 2], &[], &[], 1, 1, 0, 2),
+            Err(AttentionError::EmptySequence)
+        );
+        let bad = SparseParams {
+            r: 0,
+            k: 1,
+            local: 0,
+        };
+        assert!(matches!(
+            attend_heads(
+                Method::SparF(bad),
+                &[0.0; 2],
+                &[0.0; 2],
+                &[0.0; 2],
+                1,
+                1,
+                1,
+                2
+            ),
+            Err(AttentionError::InvalidSparse { .. })
+        ));
+    }
+}

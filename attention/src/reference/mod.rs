@@ -1,0 +1,18 @@
+//! The real-valued accuracy reference: what the attention *means*, against
+//! which the integer engine's error is measured. One KV group at a time:
+//! `q` is `[g][d]` row-major, `K` and `V` are `[S][d]`, the output `[g][d]`.
+//!
+//! Inputs and outputs are f32; internally everything is computed in f64
+//! (softmax is max-subtracted), so the reference's own rounding is far below
+//! the engine's. Degenerate cases follow the engine's conventions: a query
+//! with no |q| mass on the chosen dims gets approximate scale 0 (uniform
+//! approximate scores), and the approximate scale is capped at 16.
+
+mod common;
+mod dense;
+mod heads;
+mod sparse;
+
+pub use dense::dense;
+pub use heads::attend_heads;
+pub use sparse::{SparseTrace, sparf, sparf_traced, sparq};

@@ -1,0 +1,294 @@
+//! Sparse attention references: SparF (InstInfer Algorithm 1, one choice of
+//! dims and tokens per KV group) and SparQ (one choice per query head).
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use super::common::{argtopk, dot, softmax};
+use super::dense::weighted_sum;
+use crate::error::AttentionError;
+use crate::math::sqrt;
+use crate::shape::{GroupShape, SparseParams};
+
+/// Cap of the approximate scale, as in the engine (16).
+const APPROX_SCALE_MAX: f64 = 16.0;
+
+/// SparF with its choices, for comparing selections with the engine.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SparseTrace {
+    /// `[g][d]` output.
+    pub out: Vec<f32>,
+    /// The `r` chosen dims, ascending.
+    pub dims: Vec<u16>,
+    /// The chosen tokens, ascending.
+    pub tokens: Vec<u32>,
+    /// α per query head (exactly 1.0 when every token is selected).
+    pub alphas: Vec<f64>,
+}
+
+/// SparF of one KV group; see [`sparf_traced`].
+pub fn sparf(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    shape: GroupShape,
+    p: SparseParams,
+) -> Result<Vec<f32>, AttentionError> {
+    sparf_traced(q, k, v, shape, p).map(|t| t.out)
+}
+
+/// SparF of one KV group, grouped-query form of InstInfer Algorithm 1:
+///
+/// 1. `dims` = top-r of Σ_h |q_h| (ties → lower index).
+/// 2. `ŝ_h = softmax(q_h[dims]·K[:, dims]ᵀ / √(d·‖q_h[dims]‖₁/‖q_h‖₁))`.
+/// 3. `key_j = Σ_h ŝ_h[j] + (g + 1 if j ≥ S − local)`; `tokens` = top-k.
+/// 4. `α_h = Σ_{j ∈ tokens} ŝ_h[j]` (exactly 1 when all S are selected).
+/// 5. `out_h = α_h·softmax(q_h·K[tokens]ᵀ/√d)·V[tokens] + (1 − α_h)·v̄`,
+///    v̄ = mean of all S value rows.
+///
+/// With r = d and k ≥ S this is [`super::dense`] up to rounding.
+pub fn sparf_traced(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    shape: GroupShape,
+    p: SparseParams,
+) -> Result<SparseTrace, AttentionError> {
+    let s = shape.check_inputs(q.len(), k.len(), v.len())?;
+    p.validate(shape.head_dim)?;
+    let (g, d) = (shape.group, shape.head_dim);
+
+    let mut dim_keys = vec![0.0f64; d];
+    for q_h in q.chunks_exact(d) {
+        for (key, &x) in dim_keys.iter_mut().zip(q_h) {
+            *key += f64::from(x.abs());
+        }
+    }
+    let dims: Vec<u16> = argtopk(&dim_keys, p.r)
+        .into_iter()
+        .filter_map(|i| u16::try_from(i).ok())
+        .collect();
+
+    let approx: Vec<Vec<f64>> = q
+        .chunks_exact(d)
+        .map(|q_h| approx_probs(q_h, k, &dims, d))
+        .collect();
+
+    let bonus = (g + 1) as f64;
+    let first_local = s.saturating_sub(p.local);
+    let token_keys: Vec<f64> = (0..s)
+        .map(|j| {
+            let sum: f64 = approx.iter().map(|sh| sh[j]).sum();
+            if j >= first_local { sum + bonus } else { sum }
+        })
+        .collect();
+    let tokens = argtopk(&token_keys, p.k);
+    let all = tokens.len() == s;
+
+    let mut vbar = weighted_sum(&vec![1.0 / s as f64; s], v.chunks_exact(d), d);
+    if all {
+        // Unused: keep the trace free of a meaningless mean's rounding.
+        vbar.fill(0.0);
+    }
+
+    let scale = 1.0 / sqrt(d as f64);
+    let mut out = Vec::with_capacity(q.len());
+    let mut alphas = Vec::with_capacity(g);
+    for (q_h, sh) in q.chunks_exact(d).zip(&approx) {
+        let alpha = if all {
+            1.0
+        } else {
+            tokens.iter().map(|&j| sh[j as usize]).sum::<f64>().min(1.0)
+        };
+        let logits: Vec<f64> = tokens
+            .iter()
+            .map(|&j| dot(q_h, row(k, j, d)) * scale)
+            .collect();
+        let probs = softmax(&logits);
+        let o = weighted_sum(&probs, tokens.iter().map(|&j| row(v, j, d)), d);
+        out.extend(
+            o.iter()
+                .zip(&vbar)
+                .map(|(&oi, &vb)| (alpha * oi + (1.0 - alpha) * vb) as f32),
+        );
+        alphas.push(alpha);
+    }
+    Ok(SparseTrace {
+        out,
+        dims,
+        tokens,
+        alphas,
+    })
+}
+
+/// SparQ: every query head of the group independently picks its own r dims
+/// and k tokens (SparF with a group of one, head by head).
+pub fn sparq(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    shape: GroupShape,
+    p: SparseParams,
+) -> Result<Vec<f32>, AttentionError> {
+    shape.check_inputs(q.len(), k.len(), v.len())?;
+    let single = GroupShape {
+        group: 1,
+        head_dim: shape.head_dim,
+    };
+    let mut out = Vec::with_capacity(q.len());
+    for q_h in q.chunks_exact(shape.head_dim) {
+        out.extend(sparf(q_h, k, v, single, p)?);
+    }
+    Ok(out)
+}
+
+/// ŝ of one head over all tokens, on the chosen dims.
+fn approx_probs(q_h: &[f32], k: &[f32], dims: &[u16], d: usize) -> Vec<f64> {
+    let l1 = |it: &mut dyn Iterator<Item = f32>| it.map(|x| f64::from(x.abs())).sum::<f64>();
+    let total = l1(&mut q_h.iter().copied());
+    let kept = l1(&mut dims.iter().map(|&i| q_h[usize::from(i)]));
+    let scale = if kept > 0.0 {
+        (1.0 / sqrt(d as f64 * kept / total)).min(APPROX_SCALE_MAX)
+    } else {
+        0.0
+    };
+    let logits: Vec<f64> = k
+        .chunks_exact(d)
+        .map(|k_j| {
+            let s: f64 = dims
+                .iter()
+                .map(|&i| f64::from(q_h[usize::from(i)]) * f64::from(k_j[usize::from(i)]))
+                .sum();
+            s * scale
+        })
+        .collect();
+    softmax(&logits)
+}
+
+fn row(m: &[f32], j: u32, d: usize) -> &[f32] {
+    let start = j as usize * d;
+    m.get(start..start + d).unwrap_or(&[])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reference::dense;
+    use crate::testdata::SplitMix64;
+
+    fn normals(rng: &mut SplitMix64, n: usize) -> Vec<f32> {
+        (0..n).map(|_| rng.normal()).collect()
+    }
+
+    #[test]
+    fn full_selection_equals_dense() {
+        let mut rng = SplitMix64::new(1);
+        for (g, d, s) in [(1, 16, 1), (3, 64, 17), (2, 128, 200)] {
+            let shape = GroupShape {
+                group: g,
+                head_dim: d,
+            };
+            let q = normals(&mut rng, g * d);
+            let k = normals(&mut rng, s * d);
+            let v = normals(&mut rng, s * d);
+            let want = dense(&q, &k, &v, shape).unwrap();
+            let p = SparseParams {
+                r: d,
+                k: s,
+                local: 2,
+            };
+            let t = sparf_traced(&q, &k, &v, shape, p).unwrap();
+            assert!(t.alphas.iter().all(|&a| a == 1.0));
+            for (a, b) in t.out.iter().zip(&want) {
+                assert!((a - b).abs() <= 1e-5, "{a} vs {b}");
+            }
+            let q_out = sparq(&q, &k, &v, shape, SparseParams { k: s + 3, ..p }).unwrap();
+            for (a, b) in q_out.iter().zip(&want) {
+                assert!((a - b).abs() <= 1e-5, "{a} vs {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn sparq_equals_sparf_for_group_one() {
+        let mut rng = SplitMix64::new(2);
+        let (d, s) = (32, 50);
+        let shape = GroupShape {
+            group: 1,
+            head_dim: d,
+        };
+        let q = normals(&mut rng, d);
+        let k = normals(&mut rng, s * d);
+        let v = normals(&mut rng, s * d);
+        let p = SparseParams {
+            r: 8,
+            k: 10,
+            local: 3,
+        };
+        let a = sparq(&q, &k, &v, shape, p).unwrap();
+        let b = sparf(&q, &k, &v, shape, p).unwrap();
+        assert_eq!(a, b);
+        let t = sparf_traced(&q, &k, &v, shape, p).unwrap();
+        assert_eq!(t.tokens.len(), 10);
+        assert!(t.tokens.ends_with(&[47, 48, 49]));
+        assert!(t.alphas[0] > 0.0 && t.alphas[0] < 1.0);
+    }
+
+    #[test]
+    fn sparq_heads_choose_independently() {
+        // Two heads that each match a different token; k = 1 and no mass on
+        // the other dims. SparQ gives each head its own token; SparF shares
+        // one choice (token 0 for both, since head 0's match is stronger).
+        let d = 4;
+        let shape = GroupShape {
+            group: 2,
+            head_dim: d,
+        };
+        let q = [8.0, 0.0, 0.0, 0.0, 0.0, 6.0, 0.0, 0.0];
+        let k = [8.0, 0.0, 0.0, 0.0, 0.0, 6.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+        let v = [1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0];
+        let p = SparseParams {
+            r: 1,
+            k: 1,
+            local: 0,
+        };
+        let sq = sparq(&q, &k, &v, shape, p).unwrap();
+        let sf = sparf_traced(&q, &k, &v, shape, p).unwrap();
+        assert_eq!(sf.tokens, [0]);
+        assert_eq!(sf.dims, [0]);
+        // SparQ head 1 attends mostly to token 1's value (dim 1).
+        assert!(sq[4 + 1] > 0.5, "{sq:?}");
+        // SparF head 1 only sees token 0 in the exact pass: its dim 1 comes
+        // from (1 − α)·v̄ alone.
+        assert!(sf.out[4 + 1] < 0.4, "{:?}", sf.out);
+        assert!(sq[1] < 0.2 && sq[0] > 0.5);
+    }
+
+    #[test]
+    fn errors() {
+        let shape = GroupShape {
+            group: 1,
+            head_dim: 2,
+        };
+        let p = SparseParams {
+            r: 1,
+            k: 1,
+            local: 0,
+        };
+        assert_eq!(
+            sparf(&[1.0, 1.0], &[], &[], shape, p),
+            Err(AttentionError::EmptySequence)
+        );
+        assert!(
+            sparq(
+                &[1.0, 1.0],
+                &[1.0; 2],
+                &[1.0; 2],
+                shape,
+                SparseParams { r: 3, ..p }
+            )
+            .is_err()
+        );
+        assert!(sparf(&[1.0, 1.0], &[1.0; 2], &[1.0; 3], shape, p).is_err());
+    }
+}

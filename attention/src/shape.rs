@@ -1,0 +1,304 @@
+//! Shapes and method parameters shared by the reference and the engine, and
+//! the one place where buffer lengths are checked against them.
+
+use crate::error::AttentionError;
+
+/// Largest head dimension (the engine's `dot` overflow bound assumes it).
+pub const MAX_HEAD_DIM: usize = 256;
+
+/// Largest group size. The engine's token key adds
+/// [`crate::engine::LOCAL_BONUS`] (2^40) to a sum of `group` probabilities of
+/// at most 2^30 each, so the bonus dominates only while `group < 1024`.
+pub const MAX_GROUP: usize = 1023;
+
+/// One KV group: `group` query heads sharing one KV head of width `head_dim`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GroupShape {
+    /// Query heads per KV head, `1..=MAX_GROUP`.
+    pub group: usize,
+    /// Head dimension `d`, `1..=256`.
+    pub head_dim: usize,
+}
+
+impl GroupShape {
+    /// Checks the ranges of both fields.
+    pub fn validate(&self) -> Result<(), AttentionError> {
+        if self.group == 0 || self.group > MAX_GROUP {
+            return Err(AttentionError::InvalidGroup { group: self.group });
+        }
+        if self.head_dim == 0 || self.head_dim > MAX_HEAD_DIM {
+            return Err(AttentionError::InvalidHeadDim {
+                head_dim: self.head_dim,
+            });
+        }
+        Ok(())
+    }
+
+    /// Validates the shape and the lengths of `q` (`group × d`), `K` and `V`
+    /// (`S × d` each) and returns `S`, which must be in `1..=u32::MAX`.
+    pub fn check_inputs(
+        &self,
+        q_len: usize,
+        k_len: usize,
+        v_len: usize,
+    ) -> Result<usize, AttentionError> {
+        self.validate()?;
+        let d = self.head_dim;
+        // Cannot overflow: both factors are validated small.
+        expect_len("q", self.group * d, q_len)?;
+        if k_len % d != 0 {
+            return Err(AttentionError::LengthMismatch {
+                what: "k",
+                expected: k_len - k_len % d,
+                actual: k_len,
+            });
+        }
+        expect_len("v", k_len, v_len)?;
+        let s = k_len / d;
+        check_tokens(s)?;
+        Ok(s)
+    }
+}
+
+/// SparQ / SparF parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SparseParams {
+    /// Dims of `q` kept for the approximate scores, `1..=d`.
+    pub r: usize,
+    /// Tokens kept for the exact pass, `>= 1`.
+    pub k: usize,
+    /// The most recent `local` tokens are always kept (if `k` allows).
+    pub local: usize,
+}
+
+impl SparseParams {
+    /// Checks `r` against the head dimension and that `k >= 1`.
+    pub fn validate(&self, head_dim: usize) -> Result<(), AttentionError> {
+        if self.r == 0 || self.r > head_dim || self.k == 0 {
+            return Err(AttentionError::InvalidSparse {
+                r: self.r,
+                k: self.k,
+                head_dim,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Which attention to compute.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// Full softmax attention over all tokens.
+    Dense,
+    /// SparQ: every query head picks its own dims and tokens.
+    SparQ(SparseParams),
+    /// SparF (InstInfer Algorithm 1): one choice of dims and tokens per KV
+    /// group, so the flash reads are shared by the group's query heads.
+    SparF(SparseParams),
+}
+
+impl Method {
+    /// Checks the sparse parameters (if any) against the head dimension.
+    pub fn validate(&self, head_dim: usize) -> Result<(), AttentionError> {
+        match self {
+            Self::Dense => Ok(()),
+            Self::SparQ(p) | Self::SparF(p) => p.validate(head_dim),
+        }
+    }
+
+    /// A short name, for messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Dense => "Dense",
+            Self::SparQ(_) => "SparQ",
+            Self::SparF(_) => "SparF",
+        }
+    }
+}
+
+/// Several heads at once: `q` is `[q_heads][d]`, `K` and `V` are
+/// `[kv_heads][s][d]`; query head `h` reads KV head `h / (q_heads / kv_heads)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeadsLayout {
+    /// Query heads.
+    pub q_heads: usize,
+    /// KV heads; must divide `q_heads`.
+    pub kv_heads: usize,
+    /// Tokens per KV head.
+    pub s: usize,
+    /// Head dimension.
+    pub d: usize,
+}
+
+impl HeadsLayout {
+    /// Validates the layout and the three buffer lengths and returns the
+    /// shape of one KV group.
+    pub fn check_inputs(
+        &self,
+        q_len: usize,
+        k_len: usize,
+        v_len: usize,
+    ) -> Result<GroupShape, AttentionError> {
+        if self.kv_heads == 0 || self.q_heads == 0 || self.q_heads % self.kv_heads != 0 {
+            return Err(AttentionError::InvalidHeads {
+                q_heads: self.q_heads,
+                kv_heads: self.kv_heads,
+            });
+        }
+        let shape = GroupShape {
+            group: self.q_heads / self.kv_heads,
+            head_dim: self.d,
+        };
+        shape.validate()?;
+        check_tokens(self.s)?;
+        let q_expected = mul(self.q_heads, self.d)?;
+        let kv_expected = mul(mul(self.kv_heads, self.s)?, self.d)?;
+        expect_len("q", q_expected, q_len)?;
+        expect_len("k", kv_expected, k_len)?;
+        expect_len("v", kv_expected, v_len)?;
+        Ok(shape)
+    }
+}
+
+fn mul(a: usize, b: usize) -> Result<usize, AttentionError> {
+    a.checked_mul(b).ok_or(AttentionError::SizeOverflow)
+}
+
+fn expect_len(what: &'static str, expected: usize, actual: usize) -> Result<(), AttentionError> {
+    if expected == actual {
+        Ok(())
+    } else {
+        Err(AttentionError::LengthMismatch {
+            what,
+            expected,
+            actual,
+        })
+    }
+}
+
+/// Token indices are u32 throughout (argtopk outputs, firmware tables).
+fn check_tokens(s: usize) -> Result<(), AttentionError> {
+    if s == 0 {
+        return Err(AttentionError::EmptySequence);
+    }
+    if u32::try_from(s).is_err() {
+        return Err(AttentionError::TooManyTokens { s });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_shape_ranges() {
+        let ok = GroupShape {
+            group: 4,
+            head_dim: 128,
+        };
+        assert_eq!(ok.validate(), Ok(()));
+        let bad_g = GroupShape {
+            group: 0,
+            head_dim: 128,
+        };
+        assert_eq!(
+            bad_g.validate(),
+            Err(AttentionError::InvalidGroup { group: 0 })
+        );
+        let big_g = GroupShape {
+            group: MAX_GROUP + 1,
+            head_dim: 8,
+        };
+        assert!(matches!(
+            big_g.validate(),
+            Err(AttentionError::InvalidGroup { .. })
+        ));
+        for d in [0, 257] {
+            let s = GroupShape {
+                group: 1,
+                head_dim: d,
+            };
+            assert_eq!(
+                s.validate(),
+                Err(AttentionError::InvalidHeadDim { head_dim: d })
+            );
+        }
+    }
+
+    #[test]
+    fn check_inputs_returns_s_and_rejects_bad_lengths() {
+        let sh = GroupShape {
+            group: 2,
+            head_dim: 4,
+        };
+        assert_eq!(sh.check_inputs(8, 12, 12), Ok(3));
+        assert!(matches!(
+            sh.check_inputs(7, 12, 12),
+            Err(AttentionError::LengthMismatch { what: "q", .. })
+        ));
+        assert!(matches!(
+            sh.check_inputs(8, 13, 13),
+            Err(AttentionError::LengthMismatch { what: "k", .. })
+        ));
+        assert!(matches!(
+            sh.check_inputs(8, 12, 8),
+            Err(AttentionError::LengthMismatch { what: "v", .. })
+        ));
+        assert_eq!(sh.check_inputs(8, 0, 0), Err(AttentionError::EmptySequence));
+    }
+
+    #[test]
+    fn sparse_params_ranges() {
+        let p = |r, k| SparseParams { r, k, local: 0 };
+        assert_eq!(p(1, 1).validate(8), Ok(()));
+        assert_eq!(p(8, 100).validate(8), Ok(()));
+        assert!(p(0, 1).validate(8).is_err());
+        assert!(p(9, 1).validate(8).is_err());
+        assert!(p(1, 0).validate(8).is_err());
+        assert!(Method::SparF(p(9, 1)).validate(8).is_err());
+        assert_eq!(Method::Dense.validate(8), Ok(()));
+        assert_eq!(Method::SparQ(p(2, 2)).name(), "SparQ");
+    }
+
+    #[test]
+    fn heads_layout() {
+        let l = HeadsLayout {
+            q_heads: 6,
+            kv_heads: 2,
+            s: 5,
+            d: 4,
+        };
+        assert_eq!(
+            l.check_inputs(24, 40, 40),
+            Ok(GroupShape {
+                group: 3,
+                head_dim: 4
+            })
+        );
+        assert!(matches!(
+            l.check_inputs(24, 40, 39),
+            Err(AttentionError::LengthMismatch { what: "v", .. })
+        ));
+        let bad = HeadsLayout { q_heads: 5, ..l };
+        assert!(matches!(
+            bad.check_inputs(20, 40, 40),
+            Err(AttentionError::InvalidHeads { .. })
+        ));
+        let none = HeadsLayout { kv_heads: 0, ..l };
+        assert!(none.check_inputs(24, 0, 0).is_err());
+        let empty = HeadsLayout { s: 0, ..l };
+        assert_eq!(
+            empty.check_inputs(24, 0, 0),
+            Err(AttentionError::EmptySequence)
+        );
+        let huge = HeadsLayout {
+            q_heads: 1,
+            kv_heads: 1,
+            s: u32::MAX as usize,
+            d: 256,
+        };
+        // Length check, not an allocation: must not overflow on 64-bit.
+        assert!(huge.check_inputs(256, 0, 0).is_err());
+    }
+}

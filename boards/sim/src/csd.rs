@@ -1,0 +1,102 @@
+//! [`SimCsd`]: the simulated drive as a host sees it — host memory, the
+//! controller registers that matter (admin queue set-up, doorbells, the
+//! fatal flag) and a `process` call that lets the drive work until idle.
+//! The host driver's in-process transport is written against this type.
+
+use firmware::Device;
+use firmware::hal::{Clock, TimeBreakdown};
+
+use crate::board::SimBoard;
+use crate::config::SimConfig;
+use crate::error::SimError;
+use crate::host_memory::HostMemory;
+use crate::nand::NandCounters;
+use crate::pcie::PcieCounters;
+
+/// A simulated InstCSD: the firmware core on a [`SimBoard`].
+#[derive(Debug)]
+pub struct SimCsd {
+    dev: Device<SimBoard>,
+}
+
+impl SimCsd {
+    /// Powers on a drive built from `cfg` (controller not yet enabled).
+    pub fn new(cfg: SimConfig) -> Result<Self, SimError> {
+        cfg.geometry
+            .validate()
+            .map_err(|e| SimError::Config(format!("geometry {:?}: {e:?}", cfg.geometry)))?;
+        let board = SimBoard::new(&cfg);
+        let dev = Device::new(board, cfg.device_config())
+            .map_err(|e| SimError::Device(format!("{e:?}")))?;
+        Ok(Self { dev })
+    }
+
+    /// Host memory, where the host puts queues and buffers.
+    pub fn host_memory(&mut self) -> &mut HostMemory {
+        self.dev.board_mut().host_memory()
+    }
+
+    /// Sets the admin queues (`entries` each, 4 KiB aligned, contiguous)
+    /// and enables the controller (AQA/ASQ/ACQ, then CC.EN = 1).
+    pub fn enable(&mut self, asq: u64, acq: u64, entries: u16) -> Result<(), SimError> {
+        self.dev.board_mut().queues_mut().enable(asq, acq, entries)
+    }
+
+    /// SQ `qid` tail doorbell.
+    pub fn ring_sq(&mut self, qid: u16, tail: u16) {
+        self.dev.board_mut().queues_mut().ring_sq(qid, tail);
+    }
+
+    /// CQ `qid` head doorbell.
+    pub fn ring_cq(&mut self, qid: u16, head: u16) {
+        self.dev.board_mut().queues_mut().ring_cq(qid, head);
+    }
+
+    /// Runs the firmware until no command is pending; returns commands
+    /// served (queue-management commands included). A controller in fatal
+    /// state serves nothing: check [`Self::fatal`].
+    pub fn process(&mut self) -> Result<usize, SimError> {
+        let before = self.dev.board().queues().served_internally();
+        let by_firmware = self
+            .dev
+            .run_until_idle()
+            .map_err(|e| SimError::Device(format!("{e:?}")))?;
+        let internal = self.dev.board().queues().served_internally() - before;
+        Ok(by_firmware + internal as usize)
+    }
+
+    /// Virtual time since power-on, ns.
+    pub fn now_ns(&self) -> u64 {
+        self.dev.board().now_ns()
+    }
+
+    /// Where the virtual time went.
+    pub fn breakdown(&self) -> TimeBreakdown {
+        self.dev.board().breakdown()
+    }
+
+    /// Flash activity.
+    pub fn nand_counters(&self) -> NandCounters {
+        self.dev.board().nand().counters()
+    }
+
+    /// Host link traffic.
+    pub fn pcie_counters(&self) -> PcieCounters {
+        self.dev.board().pcie().counters()
+    }
+
+    /// Controller fatal status (CSTS.CFS).
+    pub fn fatal(&self) -> bool {
+        self.dev.board().queues().fatal()
+    }
+
+    /// The firmware core.
+    pub fn device(&self) -> &Device<SimBoard> {
+        &self.dev
+    }
+
+    /// The firmware core, mutably.
+    pub fn device_mut(&mut self) -> &mut Device<SimBoard> {
+        &mut self.dev
+    }
+}

@@ -1,0 +1,236 @@
+//! The NAND array's contents and rules: a sparse page store for the whole
+//! geometry (only programmed pages take memory) plus each block's write
+//! pointer, bad blocks and injected faults.
+//!
+//! Rules, enforced as [`NandError`]s: addresses inside the geometry, data of
+//! exactly one page, program only erased pages, pages of a block in
+//! increasing order (skipped pages stay unprogrammable until the erase).
+//! Never-programmed pages read as 0xFF. Every block starts erased (model
+//! choice: a factory-fresh device).
+
+use std::collections::{HashMap, HashSet};
+
+use firmware::hal::NandStatus;
+use ftl::{BlockAddr, Geometry, Ppa};
+
+use crate::error::NandError;
+
+/// Pages and blocks of the flash.
+#[derive(Debug)]
+pub struct NandArray {
+    geometry: Geometry,
+    pages: HashMap<Ppa, Box<[u8]>>,
+    /// Lowest programmable page of each block (absent = 0, erased).
+    next_page: HashMap<BlockAddr, u32>,
+    bad: HashSet<BlockAddr>,
+    uncorrectable: HashSet<Ppa>,
+}
+
+impl NandArray {
+    /// Erased flash of `geometry` with `bad` factory bad blocks.
+    pub fn new(geometry: Geometry, bad: &[BlockAddr]) -> Self {
+        Self {
+            geometry,
+            pages: HashMap::new(),
+            next_page: HashMap::new(),
+            bad: bad.iter().copied().collect(),
+            uncorrectable: HashSet::new(),
+        }
+    }
+
+    /// The geometry.
+    pub fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
+    /// Fails unless `ppa` is inside the geometry.
+    pub fn check_page(&self, ppa: Ppa) -> Result<(), NandError> {
+        if self.geometry.contains(ppa) {
+            Ok(())
+        } else {
+            Err(NandError::OutOfRange(format!("{ppa:?}")))
+        }
+    }
+
+    /// Fails unless `block` is inside the geometry.
+    pub fn check_block(&self, block: BlockAddr) -> Result<(), NandError> {
+        if self.geometry.contains_block(block) {
+            Ok(())
+        } else {
+            Err(NandError::OutOfRange(format!("{block:?}")))
+        }
+    }
+
+    /// The stored page (`None`: never programmed since the last erase,
+    /// reads as 0xFF) and how the read ends.
+    pub fn read(&self, ppa: Ppa) -> Result<(Option<&[u8]>, NandStatus), NandError> {
+        self.check_page(ppa)?;
+        let status = if self.bad.contains(&ppa.block()) || self.uncorrectable.contains(&ppa) {
+            NandStatus::Uncorrectable
+        } else {
+            NandStatus::Ok
+        };
+        Ok((self.pages.get(&ppa).map(|p| &p[..]), status))
+    }
+
+    /// Programs `data` at `ppa`; a bad block fails the program (the page is
+    /// used up all the same).
+    pub fn program(&mut self, ppa: Ppa, data: &[u8]) -> Result<NandStatus, NandError> {
+        self.check_page(ppa)?;
+        let expected = self.geometry.page_size as usize;
+        if data.len() != expected {
+            return Err(NandError::DataLength {
+                expected,
+                actual: data.len(),
+            });
+        }
+        let next = self.next_page.get(&ppa.block()).copied().unwrap_or(0);
+        if self.pages.contains_key(&ppa) {
+            return Err(NandError::NotErased(format!("{ppa:?}")));
+        }
+        if ppa.page < next {
+            return Err(NandError::OutOfOrder {
+                page: ppa.page,
+                next,
+            });
+        }
+        self.next_page.insert(ppa.block(), ppa.page + 1);
+        if self.bad.contains(&ppa.block()) {
+            return Ok(NandStatus::ProgramFailed);
+        }
+        self.pages.insert(ppa, data.into());
+        Ok(NandStatus::Ok)
+    }
+
+    /// Erases `block` (a bad block fails the erase and keeps its contents).
+    pub fn erase(&mut self, block: BlockAddr) -> Result<NandStatus, NandError> {
+        self.check_block(block)?;
+        if self.bad.contains(&block) {
+            return Ok(NandStatus::EraseFailed);
+        }
+        if let Some(next) = self.next_page.remove(&block) {
+            for page in 0..next {
+                self.pages.remove(&block.page(page));
+            }
+        }
+        self.uncorrectable.retain(|p| p.block() != block);
+        Ok(NandStatus::Ok)
+    }
+
+    /// Fault hook: reads of `ppa` fail ECC until its block is erased.
+    pub fn inject_uncorrectable(&mut self, ppa: Ppa) {
+        self.uncorrectable.insert(ppa);
+    }
+
+    /// Fault hook: `block` goes bad (grown bad block): programs and erases
+    /// fail, reads are uncorrectable.
+    pub fn inject_bad_block(&mut self, block: BlockAddr) {
+        self.bad.insert(block);
+    }
+
+    /// Pages holding data.
+    pub fn programmed_pages(&self) -> usize {
+        self.pages.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn geo() -> Geometry {
+        Geometry {
+            channels: 2,
+            ways: 2,
+            blocks_per_die: 4,
+            pages_per_block: 4,
+            page_size: 4096,
+        }
+    }
+
+    fn ppa(block: u32, page: u32) -> Ppa {
+        Ppa {
+            channel: 1,
+            way: 0,
+            block,
+            page,
+        }
+    }
+
+    #[test]
+    fn program_order_rules() {
+        let mut a = NandArray::new(geo(), &[]);
+        let page = vec![1u8; 4096];
+        assert_eq!(a.program(ppa(0, 0), &page), Ok(NandStatus::Ok));
+        assert!(matches!(
+            a.program(ppa(0, 0), &page),
+            Err(NandError::NotErased(_))
+        ));
+        // Skipping forward is allowed, going back is not.
+        assert_eq!(a.program(ppa(0, 2), &page), Ok(NandStatus::Ok));
+        assert_eq!(
+            a.program(ppa(0, 1), &page),
+            Err(NandError::OutOfOrder { page: 1, next: 3 })
+        );
+        assert_eq!(
+            a.program(ppa(0, 3), &page[..100]),
+            Err(NandError::DataLength {
+                expected: 4096,
+                actual: 100
+            })
+        );
+        assert!(matches!(
+            a.program(ppa(0, 4), &page),
+            Err(NandError::OutOfRange(_))
+        ));
+        let far = Ppa {
+            channel: 2,
+            way: 0,
+            block: 0,
+            page: 0,
+        };
+        assert!(matches!(
+            a.program(far, &page),
+            Err(NandError::OutOfRange(_))
+        ));
+        assert_eq!(a.programmed_pages(), 2);
+    }
+
+    #[test]
+    fn erase_resets_the_block_and_unwritten_pages_read_ff() {
+        let mut a = NandArray::new(geo(), &[]);
+        let page = vec![7u8; 4096];
+        a.program(ppa(1, 0), &page).unwrap();
+        assert_eq!(
+            a.read(ppa(1, 0)).unwrap(),
+            (Some(&page[..]), NandStatus::Ok)
+        );
+        assert_eq!(a.read(ppa(1, 1)).unwrap(), (None, NandStatus::Ok));
+        assert_eq!(a.erase(ppa(1, 0).block()), Ok(NandStatus::Ok));
+        assert_eq!(a.read(ppa(1, 0)).unwrap().0, None);
+        assert_eq!(a.program(ppa(1, 0), &page), Ok(NandStatus::Ok));
+        let bad_block = BlockAddr {
+            channel: 0,
+            way: 2,
+            block: 0,
+        };
+        assert!(matches!(a.erase(bad_block), Err(NandError::OutOfRange(_))));
+    }
+
+    #[test]
+    fn faults() {
+        let bad = ppa(2, 0).block();
+        let mut a = NandArray::new(geo(), &[bad]);
+        let page = vec![0u8; 4096];
+        assert_eq!(a.program(ppa(2, 0), &page), Ok(NandStatus::ProgramFailed));
+        assert_eq!(a.erase(bad), Ok(NandStatus::EraseFailed));
+        assert_eq!(a.read(ppa(2, 0)).unwrap().1, NandStatus::Uncorrectable);
+        a.program(ppa(3, 0), &page).unwrap();
+        a.inject_uncorrectable(ppa(3, 0));
+        assert_eq!(a.read(ppa(3, 0)).unwrap().1, NandStatus::Uncorrectable);
+        a.erase(ppa(3, 0).block()).unwrap();
+        assert_eq!(a.read(ppa(3, 0)).unwrap().1, NandStatus::Ok);
+        a.inject_bad_block(ppa(3, 0).block());
+        assert_eq!(a.program(ppa(3, 0), &page), Ok(NandStatus::ProgramFailed));
+    }
+}

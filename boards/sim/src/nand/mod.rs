@@ -1,0 +1,234 @@
+//! The flash side of the board: NAND flash controllers (one queue per die)
+//! over the page store ([`mod@array`]) and the timing model ([`timing`]).
+//!
+//! [`NandSim::submit`] checks the command, does its effect on the array at
+//! once (commands of one die run in queue order, so this is the order the
+//! die would see) and schedules it in virtual time; [`NandSim::poll`] hands
+//! back the outstanding command that finishes first.
+//!
+//! # Charging rule
+//!
+//! The **array read is paid per page**: every read costs the die a full tR,
+//! whatever its filter keeps. The **channel bus and the engine are paid per
+//! kept byte**: the NFC uses column-address changes so that only the rows
+//! the [`RowFilter`] keeps cross the bus (bus time = command overhead +
+//! kept bytes / bus rate), and only those reach the engine. (Model choice;
+//! see [`CHARGING_RULE`].) Programs move whole pages over the bus.
+
+pub mod array;
+pub mod timing;
+
+use firmware::hal::{NandCmd, NandDone, NandStatus, RowFilter};
+use ftl::Geometry;
+
+use crate::error::NandError;
+pub use array::NandArray;
+pub use timing::{NandTimer, NandTiming};
+
+/// The charging rule of this model, in words (for reports).
+pub const CHARGING_RULE: &str = "array read per page (tR regardless of filter); \
+     channel bus and engine per kept byte (NFC column-address changes move only kept rows)";
+
+/// Flash activity so far.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NandCounters {
+    /// Page reads (each paid a full tR).
+    pub pages_read: u64,
+    /// Page programs.
+    pub pages_programmed: u64,
+    /// Block erases.
+    pub blocks_erased: u64,
+    /// Bytes over the channel buses (kept read bytes + programmed pages).
+    pub bus_bytes: u64,
+    /// Sum over dies of array busy time (tR, tPROG, tBERS), ns.
+    pub array_busy_ns: u64,
+    /// Sum over channels of bus busy time, ns.
+    pub bus_busy_ns: u64,
+    /// Page reads per channel.
+    pub reads_per_channel: Vec<u64>,
+    /// Reads that ended uncorrectable.
+    pub uncorrectable_reads: u64,
+}
+
+#[derive(Debug)]
+struct Outstanding {
+    finish: u64,
+    seq: u64,
+    die: usize,
+    done: NandDone,
+    data: Vec<u8>,
+}
+
+/// The NAND flash controllers with their dies.
+#[derive(Debug)]
+pub struct NandSim {
+    array: NandArray,
+    timer: NandTimer,
+    outstanding: Vec<Outstanding>,
+    per_die: Vec<usize>,
+    seq: u64,
+    counters: NandCounters,
+}
+
+impl NandSim {
+    /// Erased flash of `geometry` with factory `bad_blocks`.
+    pub fn new(geometry: Geometry, timing: NandTiming, bad_blocks: &[ftl::BlockAddr]) -> Self {
+        let (ch, ways) = (usize::from(geometry.channels), usize::from(geometry.ways));
+        Self {
+            array: NandArray::new(geometry, bad_blocks),
+            timer: NandTimer::new(timing, ch, ways),
+            outstanding: Vec::new(),
+            per_die: vec![0; ch * ways],
+            seq: 0,
+            counters: NandCounters {
+                reads_per_channel: vec![0; ch],
+                ..NandCounters::default()
+            },
+        }
+    }
+
+    /// Queues `cmd` at virtual time `now`; `WouldBlock` when the die's queue
+    /// is full.
+    pub fn submit(&mut self, now: u64, tag: u32, cmd: NandCmd<'_>) -> nb::Result<(), NandError> {
+        let (channel, way) = match cmd {
+            NandCmd::Read { ppa, .. } | NandCmd::Program { ppa, .. } => {
+                self.array.check_page(ppa)?;
+                (ppa.channel, ppa.way)
+            }
+            NandCmd::Erase { block } => {
+                self.array.check_block(block)?;
+                (block.channel, block.way)
+            }
+        };
+        let die = self.array.geometry().die_index(channel, way) as usize;
+        let (ch, way) = (usize::from(channel), usize::from(way));
+        if self.per_die[die] >= self.timer.timing().queue_depth {
+            return Err(nb::Error::WouldBlock);
+        }
+        let page_size = self.array.geometry().page_size as usize;
+        let (finish, status, data) = match cmd {
+            NandCmd::Read { ppa, filter } => {
+                let (status, mut data) = self.read_filtered(ppa, &filter, page_size)?;
+                let finish = self.timer.read(now, ch, way, data.len());
+                self.counters.pages_read += 1;
+                self.counters.reads_per_channel[ch] += 1;
+                self.counters.bus_bytes += data.len() as u64;
+                if status != NandStatus::Ok {
+                    // The bus moved the bytes, but they must not be used.
+                    self.counters.uncorrectable_reads += 1;
+                    data.clear();
+                }
+                (finish, status, data)
+            }
+            NandCmd::Program { ppa, data } => {
+                let status = self.array.program(ppa, data)?;
+                self.counters.pages_programmed += 1;
+                self.counters.bus_bytes += data.len() as u64;
+                (
+                    self.timer.program(now, ch, way, data.len()),
+                    status,
+                    Vec::new(),
+                )
+            }
+            NandCmd::Erase { block } => {
+                let status = self.array.erase(block)?;
+                self.counters.blocks_erased += 1;
+                (self.timer.erase(now, ch, way), status, Vec::new())
+            }
+        };
+        let done = NandDone {
+            tag,
+            status,
+            bytes: data.len(),
+        };
+        self.outstanding.push(Outstanding {
+            finish,
+            seq: self.seq,
+            die,
+            done,
+            data,
+        });
+        self.seq += 1;
+        self.per_die[die] += 1;
+        Ok(())
+    }
+
+    /// The outstanding command that finishes first (ties: first submitted)
+    /// and its finish time; a read's kept bytes go to `out`.
+    pub fn poll(&mut self, out: &mut [u8]) -> nb::Result<(NandDone, u64), NandError> {
+        let Some(i) = (0..self.outstanding.len())
+            .min_by_key(|&i| (self.outstanding[i].finish, self.outstanding[i].seq))
+        else {
+            return Err(nb::Error::WouldBlock);
+        };
+        let needed = self.outstanding[i].data.len();
+        if out.len() < needed {
+            return Err(nb::Error::Other(NandError::BufferTooSmall {
+                needed,
+                actual: out.len(),
+            }));
+        }
+        let op = self.outstanding.swap_remove(i);
+        out[..needed].copy_from_slice(&op.data);
+        self.per_die[op.die] -= 1;
+        Ok((op.done, op.finish))
+    }
+
+    /// Commands submitted and not yet polled.
+    pub fn in_flight(&self) -> usize {
+        self.outstanding.len()
+    }
+
+    /// Activity so far.
+    pub fn counters(&self) -> NandCounters {
+        NandCounters {
+            array_busy_ns: self.timer.array_busy_ns(),
+            bus_busy_ns: self.timer.bus_busy_ns(),
+            ..self.counters.clone()
+        }
+    }
+
+    /// The page store (fault injection, inspection).
+    pub fn array(&self) -> &NandArray {
+        &self.array
+    }
+
+    /// The page store, mutably (fault hooks).
+    pub fn array_mut(&mut self) -> &mut NandArray {
+        &mut self.array
+    }
+
+    /// The timing parameters.
+    pub fn timing(&self) -> &NandTiming {
+        self.timer.timing()
+    }
+
+    /// Reads `ppa` through `filter`: its status and the kept bytes.
+    fn read_filtered(
+        &self,
+        ppa: ftl::Ppa,
+        filter: &RowFilter,
+        page_size: usize,
+    ) -> Result<(NandStatus, Vec<u8>), NandError> {
+        if !filter.fits(page_size) {
+            return Err(NandError::BadFilter(page_size));
+        }
+        let (stored, status) = self.array.read(ppa)?;
+        let erased;
+        let page = match stored {
+            Some(p) => p,
+            None => {
+                erased = vec![0xFF; page_size];
+                &erased[..]
+            }
+        };
+        let mut kept = vec![0; filter.kept_bytes()];
+        filter
+            .apply(page, &mut kept)
+            .ok_or(NandError::BadFilter(page_size))?;
+        Ok((status, kept))
+    }
+}
+
+#[cfg(test)]
+mod tests;

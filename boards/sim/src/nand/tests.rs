@@ -1,0 +1,372 @@
+//! NandSim: commands, filters, queueing and timing together.
+
+use super::*;
+use ftl::{BlockAddr, Ppa};
+
+const PAGE: usize = 4096;
+
+fn sim() -> NandSim {
+    NandSim::new(
+        Geometry::sim_default(PAGE as u32),
+        NandTiming::for_page_size(PAGE as u32),
+        &[],
+    )
+}
+
+fn ppa(channel: u8, way: u8, block: u32, page: u32) -> Ppa {
+    Ppa {
+        channel,
+        way,
+        block,
+        page,
+    }
+}
+
+fn whole_page() -> RowFilter {
+    RowFilter::first_rows(64, 64, 64)
+}
+
+fn poll(n: &mut NandSim) -> (NandDone, u64, Vec<u8>) {
+    let mut out = vec![0u8; PAGE];
+    let (done, t) = n.poll(&mut out).unwrap();
+    out.truncate(done.bytes);
+    (done, t, out)
+}
+
+#[test]
+fn program_then_read_back_through_filter() {
+    let mut n = sim();
+    let data: Vec<u8> = (0..PAGE).map(|i| (i / 64) as u8).collect();
+    n.submit(
+        0,
+        1,
+        NandCmd::Program {
+            ppa: ppa(0, 0, 0, 0),
+            data: &data,
+        },
+    )
+    .unwrap();
+    let mut f = RowFilter::none(64, 64);
+    f.keep(3);
+    f.keep(10);
+    f.keep_bytes = 8;
+    n.submit(
+        0,
+        2,
+        NandCmd::Read {
+            ppa: ppa(0, 0, 0, 0),
+            filter: f,
+        },
+    )
+    .unwrap();
+    let (d1, t1, _) = poll(&mut n);
+    assert_eq!((d1.tag, d1.status), (1, NandStatus::Ok));
+    let (d2, t2, out) = poll(&mut n);
+    assert_eq!((d2.tag, d2.status, d2.bytes), (2, NandStatus::Ok, 16));
+    assert_eq!(out, [[3u8; 8], [10u8; 8]].concat());
+    assert!(t2 > t1, "the read waits for the program on its die");
+    assert!(matches!(n.poll(&mut [0; PAGE]), Err(nb::Error::WouldBlock)));
+}
+
+#[test]
+fn unwritten_pages_read_ff_and_erase_clears() {
+    let mut n = sim();
+    n.submit(
+        0,
+        0,
+        NandCmd::Read {
+            ppa: ppa(3, 1, 5, 7),
+            filter: whole_page(),
+        },
+    )
+    .unwrap();
+    let (_, _, out) = poll(&mut n);
+    assert_eq!(out, vec![0xFF; PAGE]);
+    n.submit(
+        0,
+        1,
+        NandCmd::Program {
+            ppa: ppa(3, 1, 5, 0),
+            data: &[0; PAGE],
+        },
+    )
+    .unwrap();
+    n.submit(
+        0,
+        2,
+        NandCmd::Erase {
+            block: BlockAddr {
+                channel: 3,
+                way: 1,
+                block: 5,
+            },
+        },
+    )
+    .unwrap();
+    n.submit(
+        0,
+        3,
+        NandCmd::Read {
+            ppa: ppa(3, 1, 5, 0),
+            filter: whole_page(),
+        },
+    )
+    .unwrap();
+    let tags: Vec<u32> = (0..3).map(|_| poll(&mut n).0.tag).collect();
+    assert_eq!(tags, [1, 2, 3]);
+    n.submit(
+        0,
+        4,
+        NandCmd::Read {
+            ppa: ppa(3, 1, 5, 0),
+            filter: whole_page(),
+        },
+    )
+    .unwrap();
+    assert_eq!(poll(&mut n).2, vec![0xFF; PAGE]);
+    let c = n.counters();
+    assert_eq!(
+        (c.pages_read, c.pages_programmed, c.blocks_erased),
+        (3, 1, 1)
+    );
+    assert_eq!(c.reads_per_channel[3], 3);
+}
+
+#[test]
+fn misuse_is_an_error_not_a_panic() {
+    let mut n = sim();
+    let e = |r: nb::Result<(), NandError>| match r {
+        Err(nb::Error::Other(e)) => e,
+        other => panic!("{other:?}"),
+    };
+    let out_of_range = ppa(8, 0, 0, 0);
+    assert!(matches!(
+        e(n.submit(
+            0,
+            0,
+            NandCmd::Read {
+                ppa: out_of_range,
+                filter: whole_page()
+            }
+        )),
+        NandError::OutOfRange(_)
+    ));
+    assert!(matches!(
+        e(n.submit(
+            0,
+            0,
+            NandCmd::Program {
+                ppa: ppa(0, 0, 0, 0),
+                data: &[0; 10]
+            }
+        )),
+        NandError::DataLength { .. }
+    ));
+    n.submit(
+        0,
+        0,
+        NandCmd::Program {
+            ppa: ppa(0, 0, 0, 1),
+            data: &[0; PAGE],
+        },
+    )
+    .unwrap();
+    assert!(matches!(
+        e(n.submit(
+            0,
+            0,
+            NandCmd::Program {
+                ppa: ppa(0, 0, 0, 0),
+                data: &[0; PAGE]
+            }
+        )),
+        NandError::OutOfOrder { page: 0, next: 2 }
+    ));
+    let too_big = RowFilter::first_rows(128, 64, 1);
+    assert!(matches!(
+        e(n.submit(
+            0,
+            0,
+            NandCmd::Read {
+                ppa: ppa(0, 0, 0, 1),
+                filter: too_big
+            }
+        )),
+        NandError::BadFilter(_)
+    ));
+    assert_eq!(n.in_flight(), 1);
+    assert_eq!(poll(&mut n).0.tag, 0);
+    // A poll buffer too small keeps the completion queued.
+    n.submit(
+        0,
+        9,
+        NandCmd::Read {
+            ppa: ppa(1, 0, 0, 1),
+            filter: whole_page(),
+        },
+    )
+    .unwrap();
+    assert!(matches!(
+        n.poll(&mut [0; 8]),
+        Err(nb::Error::Other(NandError::BufferTooSmall { .. }))
+    ));
+    assert_eq!(poll(&mut n).0.tag, 9);
+}
+
+#[test]
+fn die_queue_depth_back_pressure() {
+    let mut n = sim();
+    let depth = n.timing().queue_depth;
+    for i in 0..depth {
+        n.submit(
+            0,
+            i as u32,
+            NandCmd::Read {
+                ppa: ppa(0, 0, 0, 0),
+                filter: whole_page(),
+            },
+        )
+        .unwrap();
+    }
+    let full = n.submit(
+        0,
+        99,
+        NandCmd::Read {
+            ppa: ppa(0, 0, 0, 0),
+            filter: whole_page(),
+        },
+    );
+    assert!(matches!(full, Err(nb::Error::WouldBlock)));
+    // Another die is not affected.
+    n.submit(
+        0,
+        100,
+        NandCmd::Read {
+            ppa: ppa(0, 1, 0, 0),
+            filter: whole_page(),
+        },
+    )
+    .unwrap();
+    poll(&mut n);
+    n.submit(
+        0,
+        99,
+        NandCmd::Read {
+            ppa: ppa(0, 0, 0, 0),
+            filter: whole_page(),
+        },
+    )
+    .unwrap();
+}
+
+#[test]
+fn reads_on_two_channels_overlap_on_one_die_serialize() {
+    let t = NandTiming::for_page_size(PAGE as u32);
+    let one = t.t_read_ns + t.bus_ns(PAGE);
+    let mut n = sim();
+    n.submit(
+        0,
+        0,
+        NandCmd::Read {
+            ppa: ppa(0, 0, 0, 0),
+            filter: whole_page(),
+        },
+    )
+    .unwrap();
+    n.submit(
+        0,
+        1,
+        NandCmd::Read {
+            ppa: ppa(1, 0, 0, 0),
+            filter: whole_page(),
+        },
+    )
+    .unwrap();
+    assert_eq!(poll(&mut n).1, one);
+    assert_eq!(poll(&mut n).1, one);
+
+    let mut n = sim();
+    n.submit(
+        0,
+        0,
+        NandCmd::Read {
+            ppa: ppa(0, 0, 0, 0),
+            filter: whole_page(),
+        },
+    )
+    .unwrap();
+    n.submit(
+        0,
+        1,
+        NandCmd::Read {
+            ppa: ppa(0, 0, 0, 1),
+            filter: whole_page(),
+        },
+    )
+    .unwrap();
+    assert_eq!(poll(&mut n).1, one);
+    let second = poll(&mut n).1;
+    assert_eq!(second, 2 * one);
+    assert!(second >= 2 * t.t_read_ns);
+}
+
+#[test]
+fn bus_is_paid_per_kept_byte_array_per_page() {
+    let t = NandTiming::for_page_size(PAGE as u32);
+    let mut n = sim();
+    let quarter = RowFilter::first_rows(64, 64, 16);
+    n.submit(
+        0,
+        0,
+        NandCmd::Read {
+            ppa: ppa(0, 0, 0, 0),
+            filter: quarter,
+        },
+    )
+    .unwrap();
+    n.submit(
+        0,
+        1,
+        NandCmd::Read {
+            ppa: ppa(1, 0, 0, 0),
+            filter: RowFilter::none(64, 64),
+        },
+    )
+    .unwrap();
+    let (d, t0, _) = poll(&mut n);
+    assert_eq!(d.bytes, 0);
+    assert_eq!(
+        t0,
+        t.t_read_ns + t.cmd_overhead_ns,
+        "nothing kept: overhead only"
+    );
+    let (d, t1, _) = poll(&mut n);
+    assert_eq!(d.bytes, PAGE / 4);
+    assert_eq!(t1, t.t_read_ns + t.bus_ns(PAGE / 4));
+    let c = n.counters();
+    assert_eq!(c.bus_bytes, (PAGE / 4) as u64);
+    assert_eq!(
+        c.array_busy_ns,
+        2 * t.t_read_ns,
+        "tR per page whatever the filter"
+    );
+    assert_eq!(c.bus_busy_ns, t.bus_ns(0) + t.bus_ns(PAGE / 4));
+}
+
+#[test]
+fn injected_uncorrectable_read_carries_no_data() {
+    let mut n = sim();
+    n.array_mut().inject_uncorrectable(ppa(2, 2, 2, 2));
+    n.submit(
+        0,
+        5,
+        NandCmd::Read {
+            ppa: ppa(2, 2, 2, 2),
+            filter: whole_page(),
+        },
+    )
+    .unwrap();
+    let (d, _, _) = poll(&mut n);
+    assert_eq!((d.status, d.bytes), (NandStatus::Uncorrectable, 0));
+    assert_eq!(n.counters().uncorrectable_reads, 1);
+}

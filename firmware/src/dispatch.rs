@@ -1,0 +1,422 @@
+//! Command dispatch: admin and vendor I/O commands, each to its handler,
+//! every failure to an NVMe status.
+
+use crate::config::DeviceConfig;
+use crate::device::{Device, Progress};
+use crate::dma;
+use crate::error::{DeviceError, Fail, ftl_status, proto_status};
+use crate::flash::run_ftl_ops;
+use crate::hal::{Clock, Engine, HostInterface, Nand, Submission};
+use crate::scheduler::{self, HeadCost, HeadJob, Scratch};
+use crate::sequence::{DecodeResult, Sequence, SequenceTable};
+use crate::stats::Counters;
+use alloc::vec;
+use alloc::vec::Vec;
+use attention::engine as model;
+use attention::shape::SparseParams;
+use ftl::{Ftl, StreamShape};
+use proto::{
+    DecodeFetch, DecodeReport, DecodeSubmit, KvAppend, Method, Opcode, SeqClose, SeqOpen, Status,
+    VendorCommand,
+};
+
+/// Everything the core keeps between commands.
+#[derive(Debug)]
+pub(crate) struct State {
+    pub config: DeviceConfig,
+    pub ftl: Ftl,
+    pub sequences: SequenceTable,
+    pub counters: Counters,
+    pub scratch: Scratch,
+    /// A completion the host's full CQ could not take yet.
+    pending: Option<(Submission, Status, u32)>,
+}
+
+impl State {
+    pub fn new(config: DeviceConfig) -> Result<Self, DeviceError> {
+        if config.max_sequences == 0 || config.mdts_bytes < 4096 {
+            return Err(DeviceError::Config(
+                "max_sequences and mdts_bytes must be usable",
+            ));
+        }
+        let ftl = Ftl::new(config.ftl.clone()).map_err(DeviceError::Ftl)?;
+        let page = ftl.geometry().page_size as usize;
+        let sequences = SequenceTable::new(config.max_sequences);
+        let mut scratch = Scratch::default();
+        scratch.page.resize(page, 0);
+        Ok(Self {
+            config,
+            ftl,
+            sequences,
+            counters: Counters::default(),
+            scratch,
+            pending: None,
+        })
+    }
+}
+
+type Handled = Result<u32, Fail>;
+
+/// Serves at most one command.
+pub(crate) fn poll<B>(dev: &mut Device<B>) -> Result<Progress, DeviceError>
+where
+    B: HostInterface + Nand + Engine + Clock,
+{
+    if let Some((sub, status, dw0)) = dev.state.pending.take() {
+        if !post(dev, sub, status, dw0)? {
+            return Ok(Progress::Idle);
+        }
+    }
+    let sub = match dev.board.fetch() {
+        Ok(sub) => sub,
+        Err(nb::Error::WouldBlock) => return Ok(Progress::Idle),
+        Err(nb::Error::Other(_)) => return Err(DeviceError::HostLink),
+    };
+    dev.state.counters.commands += 1;
+    let result = if sub.queue == 0 {
+        admin(dev, &sub.sqe)
+    } else {
+        io(dev, &sub.sqe)
+    };
+    let (status, dw0) = match result {
+        Ok(dw0) => (Status::SUCCESS, dw0),
+        Err(fail) => {
+            dev.state.counters.errors += 1;
+            (fail.status, fail.dw0)
+        }
+    };
+    post(dev, sub, status, dw0)?;
+    Ok(Progress::Served)
+}
+
+/// Posts a completion; keeps it for later if the CQ is full.
+fn post<B: HostInterface>(
+    dev: &mut Device<B>,
+    sub: Submission,
+    status: Status,
+    dw0: u32,
+) -> Result<bool, DeviceError> {
+    match dev.board.complete(&sub, status, dw0) {
+        Ok(()) => Ok(true),
+        Err(nb::Error::WouldBlock) => {
+            dev.state.pending = Some((sub, status, dw0));
+            Ok(false)
+        }
+        Err(nb::Error::Other(_)) => Err(DeviceError::HostLink),
+    }
+}
+
+fn admin<B>(dev: &mut Device<B>, sqe: &proto::Sqe) -> Handled
+where
+    B: HostInterface + Nand + Engine + Clock,
+{
+    let max = dev.state.config.mdts_bytes as usize;
+    match sqe.opcode() {
+        Opcode::IDENTIFY => {
+            let cmd = proto::IdentifyCmd::parse(sqe).map_err(proto_status)?;
+            let page = crate::identify::controller(&dev.state, &cmd)?;
+            dma::to_host(&mut dev.board, sqe, &page, max)?;
+            dev.state.counters.pcie_out += page.len() as u64;
+            Ok(0)
+        }
+        Opcode::GET_LOG_PAGE => {
+            let cmd = proto::GetLogPage::parse(sqe).map_err(proto_status)?;
+            if cmd.lid != proto::log::LID_STATS {
+                return Err(Status::INVALID_LOG_PAGE.into());
+            }
+            let log = crate::stats::snapshot(dev).to_bytes();
+            let len = cmd.bytes() as usize;
+            if len == 0 || len > log.len() {
+                return Err(Status::INVALID_FIELD.into());
+            }
+            dma::to_host(&mut dev.board, sqe, &log[..len], max)?;
+            dev.state.counters.pcie_out += len as u64;
+            Ok(0)
+        }
+        _ => Err(Status::INVALID_OPCODE.into()),
+    }
+}
+
+fn io<B>(dev: &mut Device<B>, sqe: &proto::Sqe) -> Handled
+where
+    B: HostInterface + Nand + Engine + Clock,
+{
+    match VendorCommand::parse(sqe).map_err(proto_status)? {
+        VendorCommand::SeqOpen(c) => seq_open(&mut dev.state, &c),
+        VendorCommand::SeqClose(c) => seq_close(dev, &c),
+        VendorCommand::KvAppend(c) => kv_append(dev, sqe, &c),
+        VendorCommand::DecodeSubmit(c) => decode_submit(dev, sqe, &c),
+        VendorCommand::DecodeFetch(c) => decode_fetch(dev, sqe, &c),
+    }
+}
+
+fn seq_open(st: &mut State, c: &SeqOpen) -> Handled {
+    let shape = c.shape();
+    shape.validate().map_err(proto_status)?;
+    let cfg = &st.config;
+    if shape.layers > cfg.max_layers
+        || shape.kv_heads > cfg.max_kv_heads
+        || shape.group > cfg.max_group
+        || shape.head_dim > cfg.max_head_dim
+    {
+        return Err(Status::INVALID_FIELD.into());
+    }
+    if st.sequences.find(c.seq).is_some() {
+        return Err(Status::SEQ_EXISTS.into());
+    }
+    let slot = st.sequences.free_slot()?;
+    let n = usize::from(shape.layers) * usize::from(shape.kv_heads);
+    let stream_shape = StreamShape {
+        head_dim: shape.head_dim,
+        dim_group: shape.dim_group,
+    };
+    let mut streams = Vec::with_capacity(n);
+    for _ in 0..n {
+        match st.ftl.open_stream(stream_shape) {
+            Ok(id) => streams.push(id),
+            Err(e) => {
+                for id in streams {
+                    let _ = st.ftl.close_stream(id);
+                }
+                return Err(ftl_status(e).into());
+            }
+        }
+    }
+    st.sequences
+        .insert(slot, Sequence::new(c.seq, shape, streams));
+    Ok(0)
+}
+
+fn seq_close<B>(dev: &mut Device<B>, c: &SeqClose) -> Handled
+where
+    B: HostInterface + Nand + Engine + Clock,
+{
+    let st = &mut dev.state;
+    let seq = st.sequences.remove(c.seq).ok_or(Status::SEQ_NOT_OPEN)?;
+    let mut first = Ok(());
+    for id in seq.streams {
+        if let Err(e) = st.ftl.close_stream(id) {
+            first = first.and(Err(ftl_status(e)));
+        }
+    }
+    run_ftl_ops(
+        &mut dev.board,
+        &mut st.ftl,
+        &mut st.scratch.page,
+        &mut st.counters,
+    )?;
+    first.map(|()| 0).map_err(Fail::from)
+}
+
+/// Reads the command's whole host→device payload.
+fn payload<B: HostInterface>(
+    board: &mut B,
+    st: &mut State,
+    sqe: &proto::Sqe,
+    bytes: usize,
+) -> Result<Vec<u16>, Fail> {
+    if bytes > st.config.mdts_bytes as usize {
+        return Err(Status::INVALID_FIELD.into());
+    }
+    let mut raw = vec![0u8; bytes];
+    dma::from_host(board, sqe, &mut raw, st.config.mdts_bytes as usize)?;
+    st.counters.pcie_in += bytes as u64;
+    Ok(raw
+        .chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect())
+}
+
+/// Appends `n` tokens of every KV head of `layer`: `k` and `v` are
+/// `[kv_heads][n][d]`. A failure after the first head leaves the layer's
+/// heads at different lengths: the layer is marked broken.
+fn append_tokens<B: Nand>(
+    board: &mut B,
+    st: &mut State,
+    seq_id: u32,
+    layer: usize,
+    n: usize,
+    k: &[u16],
+    v: &[u16],
+) -> Result<(), Fail> {
+    let State {
+        ftl,
+        sequences,
+        counters,
+        scratch,
+        ..
+    } = st;
+    let seq = sequences.get_mut(seq_id)?;
+    let d = seq.d();
+    let per_head = n * d;
+    for h in 0..seq.kv_heads() {
+        let ks = &k[h * per_head..(h + 1) * per_head];
+        let vs = &v[h * per_head..(h + 1) * per_head];
+        if let Err(e) = ftl.append(seq.stream(layer, h), ks, vs) {
+            if h > 0 {
+                seq.broken[layer] = true;
+            }
+            return Err(ftl_status(e).into());
+        }
+        let vsum = seq.vsum_mut(layer, h);
+        for row in vs.chunks_exact(d) {
+            model::add_vsum(vsum, row);
+        }
+    }
+    seq.len[layer] += n as u32;
+    counters.tokens_appended += n as u64;
+    if let Err(e) = run_ftl_ops(board, ftl, &mut scratch.page, counters) {
+        seq.broken[layer] = true;
+        return Err(e.into());
+    }
+    Ok(())
+}
+
+fn kv_append<B>(dev: &mut Device<B>, sqe: &proto::Sqe, c: &KvAppend) -> Handled
+where
+    B: HostInterface + Nand + Engine + Clock,
+{
+    let st = &mut dev.state;
+    let seq = st.sequences.get(c.seq)?;
+    VendorCommand::KvAppend(*c)
+        .check_shape(&seq.shape)
+        .map_err(proto_status)?;
+    let layer = seq.layer(c.layer)?;
+    let len = seq.len[layer];
+    if c.first_pos != len {
+        return Err(Fail {
+            status: Status::POSITION_MISMATCH,
+            dw0: len,
+        });
+    }
+    if u64::from(len) + u64::from(c.tokens) > u64::from(st.config.max_tokens_per_stream) {
+        return Err(Status::CAPACITY_EXCEEDED.into());
+    }
+    let half = (c.ndt as usize * 4) / 2;
+    let data = payload(&mut dev.board, st, sqe, half * 2)?;
+    let (k, v) = data.split_at(half / 2);
+    append_tokens(&mut dev.board, st, c.seq, layer, c.tokens as usize, k, v)?;
+    Ok(len + c.tokens)
+}
+
+fn decode_submit<B>(dev: &mut Device<B>, sqe: &proto::Sqe, c: &DecodeSubmit) -> Handled
+where
+    B: HostInterface + Nand + Engine + Clock,
+{
+    let st = &mut dev.state;
+    let seq = st.sequences.get(c.seq)?;
+    VendorCommand::DecodeSubmit(*c)
+        .check_shape(&seq.shape)
+        .map_err(proto_status)?;
+    let layer = seq.layer(c.layer)?;
+    let (kvh, d, q_heads) = (seq.kv_heads(), seq.d(), seq.q_heads());
+    let len = seq.len[layer];
+    let append = c.flags.append_kv();
+    let expected = if append {
+        Some(len)
+    } else {
+        len.checked_sub(1)
+    };
+    if expected != Some(c.position) {
+        return Err(Fail {
+            status: Status::POSITION_MISMATCH,
+            dw0: len,
+        });
+    }
+    if append && len >= st.config.max_tokens_per_stream {
+        return Err(Status::CAPACITY_EXCEEDED.into());
+    }
+    let method = match c.method {
+        Method::DENSE => None,
+        Method::SPARF => Some(SparseParams {
+            r: usize::from(c.r),
+            k: c.k as usize,
+            local: usize::from(c.local),
+        }),
+        _ => return Err(Status::UNSUPPORTED_METHOD.into()),
+    };
+    let data = payload(&mut dev.board, st, sqe, c.ndt as usize * 4)?;
+    let (q, kv) = data.split_at(q_heads * d);
+    if append {
+        let (k, v) = kv.split_at(kvh * d);
+        append_tokens(&mut dev.board, st, c.seq, layer, 1, k, v)?;
+    }
+    let qf: Vec<i32> = q.iter().map(|&x| model::fx(x)).collect();
+    let st = &mut dev.state;
+    let seq = st.sequences.get(c.seq)?;
+    let s = seq.len[layer] as usize;
+    let g = seq.group();
+    let mut out = Vec::with_capacity(q_heads * d);
+    let mut cost = HeadCost::default();
+    for h in 0..kvh {
+        let job = HeadJob {
+            stream: seq.stream(layer, h),
+            s,
+            g,
+            d,
+            q: &qf[h * g * d..(h + 1) * g * d],
+            vsum: seq.vsum(layer, h),
+        };
+        let head_out = match method {
+            None => scheduler::dense(
+                &mut dev.board,
+                &st.ftl,
+                &job,
+                &mut st.scratch,
+                &mut st.counters,
+                &mut cost,
+            ),
+            Some(p) => scheduler::sparf(
+                &mut dev.board,
+                &st.ftl,
+                &job,
+                p,
+                &mut st.scratch,
+                &mut st.counters,
+                &mut cost,
+            ),
+        }?;
+        out.extend_from_slice(&head_out);
+    }
+    st.counters.decodes += 1;
+    st.counters.pages_skipped += cost.pages_skipped;
+    st.counters.engine_bytes += cost.engine_bytes;
+    st.counters.elements_filtered += cost.elements_filtered;
+    let report = DecodeReport {
+        tokens_attended: s as u32,
+        pages_read: cost.pages_read as u32,
+        pages_skipped: cost.pages_skipped as u32,
+        engine_bytes: cost.engine_bytes,
+        elements_filtered: cost.elements_filtered,
+        ..DecodeReport::default()
+    };
+    let seq = st.sequences.get_mut(c.seq)?;
+    seq.results[layer] = Some(DecodeResult { out, report });
+    Ok(s as u32)
+}
+
+fn decode_fetch<B>(dev: &mut Device<B>, sqe: &proto::Sqe, c: &DecodeFetch) -> Handled
+where
+    B: HostInterface + Nand + Engine + Clock,
+{
+    let st = &mut dev.state;
+    let seq = st.sequences.get(c.seq)?;
+    VendorCommand::DecodeFetch(*c)
+        .check_shape(&seq.shape)
+        .map_err(proto_status)?;
+    let layer = seq.layer(c.layer)?;
+    let result = seq.results[layer]
+        .as_ref()
+        .ok_or(Status::RESULT_NOT_READY)?;
+    let mut bytes = Vec::with_capacity(result.out.len() * 4 + DecodeReport::SIZE);
+    for x in &result.out {
+        bytes.extend_from_slice(&x.to_le_bytes());
+    }
+    bytes.extend_from_slice(&result.report.to_bytes());
+    let max = st.config.mdts_bytes as usize;
+    dma::to_host(&mut dev.board, sqe, &bytes, max)?;
+    st.counters.pcie_out += bytes.len() as u64;
+    // Only a delivered result is released: a failed transfer can be retried.
+    st.sequences.get_mut(c.seq)?.results[layer] = None;
+    Ok(0)
+}

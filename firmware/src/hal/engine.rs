@@ -1,0 +1,125 @@
+//! The in-storage attention engine: GeMV lanes, softmax, argtopk.
+//!
+//! The operations are exactly the building blocks of
+//! [`attention::engine`]; a board either runs them on its FPGA engine or in
+//! software ([`SoftEngine`], used by the simulated and QEMU boards). The
+//! numbers must be the same either way: that module is the one numeric
+//! truth.
+
+use alloc::vec::Vec;
+use attention::engine as model;
+
+/// Logits of `n` rows against `g` query vectors.
+#[derive(Debug)]
+pub struct LogitJob<'a> {
+    /// `g × width` fixed-point queries (already restricted to the row's
+    /// columns, e.g. the chosen dims of SparF's first step).
+    pub queries: &'a [i32],
+    /// One scale per query head (Q16).
+    pub scales: &'a [u32],
+    /// `n × width` fp16 rows as delivered by the NFC filters.
+    pub rows: &'a [u16],
+    /// Elements per row.
+    pub width: usize,
+    /// `g` logits per row: `out[h * out_stride + j]` for row `j` of this job
+    /// lands at `out[h * out_stride + out_offset + j]`.
+    pub out: &'a mut [i32],
+    /// Distance between heads in `out`.
+    pub out_stride: usize,
+    /// Index of this job's first row in `out`.
+    pub out_offset: usize,
+}
+
+/// `acc[h] += probs[h][j] · V[j]` over the `n` rows of one job.
+#[derive(Debug)]
+pub struct WeightedSumJob<'a> {
+    /// Probabilities, `probs[h * probs_stride + probs_offset + j]`.
+    pub probs: &'a [u32],
+    /// Distance between heads in `probs`.
+    pub probs_stride: usize,
+    /// Index of this job's first row in `probs`.
+    pub probs_offset: usize,
+    /// `n × d` fp16 value rows.
+    pub rows: &'a [u16],
+    /// Head dimension.
+    pub d: usize,
+    /// `g × d` accumulators.
+    pub acc: &'a mut [i64],
+}
+
+/// The engine of a board.
+pub trait Engine {
+    /// GeMV lanes (kernel part 1).
+    fn logits(&mut self, job: LogitJob<'_>);
+    /// Softmax unit over one head's logits.
+    fn softmax(&mut self, logits: &[i32], probs: &mut [u32]);
+    /// The argtopk unit.
+    fn argtopk(&mut self, keys: &[u64], k: usize, out: &mut Vec<u32>);
+    /// Weighted value sum (kernel part 2).
+    fn weighted_sum(&mut self, job: WeightedSumJob<'_>);
+}
+
+/// Work counters of a [`SoftEngine`], from which a board derives cycles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EngineWork {
+    /// Multiply-accumulates in GeMV (logits and weighted sums).
+    pub macs: u64,
+    /// Elements through the softmax unit.
+    pub softmax_elems: u64,
+    /// Keys through the argtopk unit.
+    pub topk_keys: u64,
+    /// fp16 bytes the engine received.
+    pub bytes_in: u64,
+}
+
+/// The engine model run in software, counting its work.
+#[derive(Debug, Default)]
+pub struct SoftEngine {
+    /// Work done so far.
+    pub work: EngineWork,
+}
+
+impl Engine for SoftEngine {
+    fn logits(&mut self, job: LogitJob<'_>) {
+        let w = job.width;
+        if w == 0 {
+            return;
+        }
+        let n = job.rows.len() / w;
+        for (h, &scale) in job.scales.iter().enumerate() {
+            let q = &job.queries[h * w..(h + 1) * w];
+            for (j, row) in job.rows.chunks_exact(w).enumerate() {
+                job.out[h * job.out_stride + job.out_offset + j] = model::logit(q, row, scale);
+            }
+        }
+        self.work.macs += (n * w * job.scales.len()) as u64;
+        self.work.bytes_in += (job.rows.len() * 2) as u64;
+    }
+
+    fn softmax(&mut self, logits: &[i32], probs: &mut [u32]) {
+        model::softmax(logits, probs);
+        self.work.softmax_elems += logits.len() as u64;
+    }
+
+    fn argtopk(&mut self, keys: &[u64], k: usize, out: &mut Vec<u32>) {
+        model::argtopk(keys, k, out);
+        self.work.topk_keys += keys.len() as u64;
+    }
+
+    fn weighted_sum(&mut self, job: WeightedSumJob<'_>) {
+        let d = job.d;
+        if d == 0 {
+            return;
+        }
+        let g = job.acc.len() / d;
+        for h in 0..g {
+            let acc = &mut job.acc[h * d..(h + 1) * d];
+            for (j, row) in job.rows.chunks_exact(d).enumerate() {
+                let p = job.probs[h * job.probs_stride + job.probs_offset + j];
+                model::accumulate(acc, p, row);
+            }
+        }
+        self.work.macs += (job.rows.len() * g) as u64;
+        self.work.bytes_in += (job.rows.len() * 2) as u64;
+    }
+}

@@ -1,0 +1,62 @@
+//! Flash translation layer of the InstInfer computational SSD.
+//!
+//! The KV cache of every attention head (a *stream*: one head of one
+//! sequence of one layer) is kept twice on flash:
+//!
+//! * token-indexed pages: `T = page_size / (2·head_dim)` consecutive tokens
+//!   of K (or V) per page, row-major `[token][head_dim]` fp16, group `g`
+//!   striped to die `g + stream` (channels first) so one head's groups are
+//!   read from all channels in parallel (token_map.rs, placement.rs);
+//! * a hidden-dim-indexed copy of K: `N = page_size / (2·m)` tokens of `m`
+//!   dims per page, dim-major `[m][N]` (dim_map.rs).
+//!
+//! Writes are block-batched: each die has one open block that takes pages
+//! of all streams in order (writer.rs). Tokens not yet filling a page wait
+//! in DRAM group buffers bounded by a budget; when it is exceeded, partial
+//! pages are written and later superseded by merging (group_buffer.rs,
+//! budget.rs). Dead blocks are erased (reclaim.rs); failed blocks are
+//! retired and their data re-placed (bad_blocks.rs).
+//!
+//! The FTL never touches NAND: it queues [`FlashOp`]s that the firmware
+//! drains, executes in order and reports failures of.
+
+#![no_std]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+#[cfg(test)]
+extern crate std;
+
+mod address;
+mod allocator;
+mod bad_blocks;
+mod budget;
+mod dim_map;
+mod error;
+mod ftl;
+mod geometry;
+mod group_buffer;
+mod op;
+mod op_queue;
+mod placement;
+mod reclaim;
+mod spans;
+mod stats;
+mod stream;
+mod stream_state;
+mod token_map;
+mod writer;
+
+#[cfg(test)]
+mod testnand;
+#[cfg(test)]
+mod tests;
+
+pub use address::{BlockAddr, Ppa};
+pub use error::FtlError;
+pub use ftl::{Ftl, FtlConfig, MAX_STREAMS};
+pub use geometry::{Geometry, MAX_PAGES_PER_BLOCK, MAX_TOTAL_BLOCKS};
+pub use op::{FlashOp, Merge, MergeLayout};
+pub use spans::{GroupSpans, RunSpans};
+pub use stats::FtlStats;
+pub use stream::{Kind, StreamId, StreamShape};

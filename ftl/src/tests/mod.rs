@@ -1,0 +1,7 @@
+//! Crate tests: a reference model of every stream's tokens checked against
+//! the FTL through a test NAND (testnand.rs).
+
+mod api;
+mod faults;
+mod model;
+mod props;

@@ -1,0 +1,275 @@
+//! [`CsdArray`]: N devices serving one logical set of sequences. Each
+//! sequence's KV heads are split into contiguous ranges ([`shard`]), one per
+//! device; a device with an empty range takes no part in that sequence.
+//! Decodes are submitted to every device before any is fetched, and the
+//! per-device outputs are concatenated in head order, so the result is bit
+//! for bit what a single device holding all heads returns (heads are
+//! independent in the engine).
+
+pub mod shard;
+
+use std::collections::HashMap;
+use std::ops::Range;
+
+use attention::shape::Method;
+use proto::{DecodeReport, SeqShape, StatsLog};
+
+use crate::csd::{Csd, CsdError, DecodeOutput, Ticket};
+use crate::transport::{DeviceTime, Transport};
+
+/// A decode in flight on the array: one ticket per device taking part.
+#[derive(Debug)]
+#[must_use = "a submitted decode must be fetched"]
+pub struct ArrayTicket {
+    parts: Vec<(usize, Ticket)>,
+}
+
+/// One decode request for [`CsdArray::decode_batch`].
+#[derive(Clone, Copy, Debug)]
+pub struct ArrayDecode<'a> {
+    /// Sequence.
+    pub seq: u32,
+    /// Layer.
+    pub layer: u16,
+    /// Query token position (see [`Csd::submit_decode`]).
+    pub position: u32,
+    /// fp16 `[q_heads][d]`.
+    pub q: &'a [u16],
+    /// New token's K and V, fp16 `[kv_heads][d]` each.
+    pub kv_new: Option<(&'a [u16], &'a [u16])>,
+    /// Attention method.
+    pub method: Method,
+}
+
+/// Several devices sharding KV heads.
+#[derive(Debug)]
+pub struct CsdArray<T: Transport> {
+    devices: Vec<Csd<T>>,
+    /// Shape and head ranges of each open sequence.
+    seqs: HashMap<u32, (SeqShape, Vec<Range<usize>>)>,
+}
+
+impl<T: Transport> CsdArray<T> {
+    /// An array over `devices` (at least one).
+    pub fn new(devices: Vec<Csd<T>>) -> Result<Self, CsdError> {
+        if devices.is_empty() {
+            return Err(CsdError::InvalidArgument("an array needs at least one device".into()));
+        }
+        Ok(Self { devices, seqs: HashMap::new() })
+    }
+
+    /// The devices.
+    pub fn devices(&self) -> &[Csd<T>] {
+        &self.devices
+    }
+
+    /// The devices, mutable.
+    pub fn devices_mut(&mut self) -> &mut [Csd<T>] {
+        &mut self.devices
+    }
+
+    /// Number of devices.
+    pub fn len(&self) -> usize {
+        self.devices.len()
+    }
+
+    /// Always `false`: an array has at least one device.
+    pub fn is_empty(&self) -> bool {
+        self.devices.is_empty()
+    }
+
+    /// KV-head range of each device for an open sequence.
+    pub fn head_ranges(&self, seq: u32) -> Option<&[Range<usize>]> {
+        self.seqs.get(&seq).map(|(_, r)| r.as_slice())
+    }
+
+    /// Opens `seq` on every device that gets at least one KV head.
+    pub fn open(&mut self, seq: u32, shape: SeqShape) -> Result<(), CsdError> {
+        if self.seqs.contains_key(&seq) {
+            return Err(CsdError::SequenceExists(seq));
+        }
+        shape.validate()?;
+        let ranges = shard::head_ranges(usize::from(shape.kv_heads), self.devices.len());
+        for (i, r) in ranges.iter().enumerate() {
+            if r.is_empty() {
+                continue;
+            }
+            // Fits: a sub-range of a u8 count.
+            let part = SeqShape { kv_heads: r.len() as u8, ..shape };
+            if let Err(e) = self.devices[i].open(seq, part) {
+                for (j, r) in ranges[..i].iter().enumerate() {
+                    if !r.is_empty() {
+                        // Best effort: report the open failure, not this one.
+                        let _ = self.devices[j].close(seq);
+                    }
+                }
+                return Err(e);
+            }
+        }
+        self.seqs.insert(seq, (shape, ranges));
+        Ok(())
+    }
+
+    /// Closes `seq` on every device that holds part of it.
+    pub fn close(&mut self, seq: u32) -> Result<(), CsdError> {
+        let (_, ranges) = self.seqs.remove(&seq).ok_or(CsdError::UnknownSequence(seq))?;
+        let mut first_err = None;
+        for (dev, r) in self.devices.iter_mut().zip(&ranges) {
+            if !r.is_empty() {
+                if let Err(e) = dev.close(seq) {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// Appends tokens to one layer: `k`, `v` fp16 `[kv_heads][n][d]`.
+    pub fn append(&mut self, seq: u32, layer: u16, first_pos: u32, k: &[u16], v: &[u16]) -> Result<(), CsdError> {
+        let (shape, ranges) = self.seq(seq)?;
+        let row = usize::from(shape.kv_heads) * usize::from(shape.head_dim);
+        if k.is_empty() || k.len() % row != 0 || v.len() != k.len() {
+            return Err(CsdError::Length { what: "k/v", expected: row.max(k.len() / row * row), actual: v.len().min(k.len()) });
+        }
+        let per_head = k.len() / usize::from(shape.kv_heads);
+        for (dev, r) in self.devices.iter_mut().zip(&ranges) {
+            if r.is_empty() {
+                continue;
+            }
+            let span = r.start * per_head..r.end * per_head;
+            dev.append(seq, layer, first_pos, &k[span.clone()], &v[span])?;
+        }
+        Ok(())
+    }
+
+    /// Submits one decode to every device holding part of `seq`.
+    pub fn submit_decode(&mut self, req: &ArrayDecode<'_>) -> Result<ArrayTicket, CsdError> {
+        let (shape, ranges) = self.seq(req.seq)?;
+        let d = usize::from(shape.head_dim);
+        let g = usize::from(shape.group);
+        let q_len = usize::from(shape.kv_heads) * g * d;
+        if req.q.len() != q_len {
+            return Err(CsdError::Length { what: "q", expected: q_len, actual: req.q.len() });
+        }
+        if let Some((k, v)) = req.kv_new {
+            let kv_len = usize::from(shape.kv_heads) * d;
+            for (what, buf) in [("k_new", k), ("v_new", v)] {
+                if buf.len() != kv_len {
+                    return Err(CsdError::Length { what, expected: kv_len, actual: buf.len() });
+                }
+            }
+        }
+        let mut parts = Vec::new();
+        for (i, r) in ranges.iter().enumerate() {
+            if r.is_empty() {
+                continue;
+            }
+            let q = &req.q[r.start * g * d..r.end * g * d];
+            let kv = req.kv_new.map(|(k, v)| (&k[r.start * d..r.end * d], &v[r.start * d..r.end * d]));
+            match self.devices[i].submit_decode(req.seq, req.layer, req.position, q, kv, req.method) {
+                Ok(t) => parts.push((i, t)),
+                Err(e) => {
+                    // Already-submitted parts must still be drained.
+                    let _ = self.fetch_many(vec![ArrayTicket { parts }]);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(ArrayTicket { parts })
+    }
+
+    /// Fetches many decodes: every device's fetches are queued before any
+    /// result is collected. Outputs in ticket order; per ticket, heads in
+    /// order; reports summed over devices.
+    pub fn fetch_many(&mut self, tickets: Vec<ArrayTicket>) -> Result<Vec<DecodeOutput>, CsdError> {
+        let n = tickets.len();
+        let mut per_dev: Vec<Vec<Ticket>> = (0..self.devices.len()).map(|_| Vec::new()).collect();
+        // Which (ticket index) each device's i-th ticket belongs to.
+        let mut owners: Vec<Vec<usize>> = vec![Vec::new(); self.devices.len()];
+        for (ti, t) in tickets.into_iter().enumerate() {
+            for (dev, part) in t.parts {
+                per_dev[dev].push(part);
+                owners[dev].push(ti);
+            }
+        }
+        let mut first_err = None;
+        let mut batches = Vec::with_capacity(self.devices.len());
+        for (dev, ts) in self.devices.iter_mut().zip(per_dev) {
+            if ts.is_empty() {
+                batches.push(None);
+                continue;
+            }
+            match dev.fetch_begin(ts) {
+                Ok(b) => batches.push(Some(b)),
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                    batches.push(None);
+                }
+            }
+        }
+        let mut results: Vec<Vec<(usize, DecodeOutput)>> = vec![Vec::new(); n];
+        for (dev, (batch, owner)) in batches.into_iter().zip(owners).enumerate() {
+            let Some(batch) = batch else { continue };
+            match self.devices[dev].fetch_end(batch) {
+                Ok(outs) => {
+                    for (o, ti) in outs.into_iter().zip(owner) {
+                        results[ti].push((dev, o));
+                    }
+                }
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(e) = first_err {
+            return Err(e);
+        }
+        Ok(results.into_iter().map(merge).collect())
+    }
+
+    /// Submits every request, then fetches them all.
+    pub fn decode_batch(&mut self, reqs: &[ArrayDecode<'_>]) -> Result<Vec<DecodeOutput>, CsdError> {
+        let mut tickets = Vec::with_capacity(reqs.len());
+        for r in reqs {
+            match self.submit_decode(r) {
+                Ok(t) => tickets.push(t),
+                Err(e) => {
+                    let _ = self.fetch_many(tickets);
+                    return Err(e);
+                }
+            }
+        }
+        self.fetch_many(tickets)
+    }
+
+    /// Statistics of every device.
+    pub fn stats(&mut self) -> Result<Vec<StatsLog>, CsdError> {
+        self.devices.iter_mut().map(Csd::stats).collect()
+    }
+
+    /// Virtual time of every device (simulated devices only).
+    pub fn device_times(&self) -> Vec<Option<DeviceTime>> {
+        self.devices.iter().map(Csd::device_time).collect()
+    }
+
+    fn seq(&self, seq: u32) -> Result<(SeqShape, Vec<Range<usize>>), CsdError> {
+        self.seqs.get(&seq).cloned().ok_or(CsdError::UnknownSequence(seq))
+    }
+}
+
+/// Concatenates per-device outputs (already in device = head order) and
+/// sums their reports (`tokens_attended` is per head group: the maximum).
+fn merge(parts: Vec<(usize, DecodeOutput)>) -> DecodeOutput {
+    let mut out = DecodeOutput { out: Vec::new(), raw: Vec::new(), report: DecodeReport::default() };
+    for (_, p) in parts {
+        out.out.extend_from_slice(&p.out);
+        out.raw.extend_from_slice(&p.raw);
+        let r = &mut out.report;
+        r.tokens_attended = r.tokens_attended.max(p.report.tokens_attended);
+        r.pages_read += p.report.pages_read;
+        r.pages_skipped += p.report.pages_skipped;
+        r.engine_bytes += p.report.engine_bytes;
+        r.elements_filtered += p.report.elements_filtered;
+    }
+    out
+}

@@ -1,0 +1,97 @@
+//! [`AttentionBackend`]: where a model's decode attention runs, seen from
+//! the model runner. Inputs and outputs are f32; KV is kept per
+//! (sequence, layer) and grows by [`AttentionBackend::append`] or by the
+//! new token of a [`DecodeStep`].
+//!
+//! | backend | computes |
+//! | --- | --- |
+//! | [`InStorage`] | on a [`crate::array::CsdArray`] (fp16 over the wire, integer engine) |
+//! | [`HostDense`] | on the host with the f32 reference (the accuracy yardstick) |
+
+mod error;
+mod host_dense;
+mod in_storage;
+mod lengths;
+
+pub use error::BackendError;
+pub use host_dense::HostDense;
+pub use in_storage::InStorage;
+
+use attention::shape::Method;
+
+/// Shape of a model's attention.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ModelShape {
+    /// Transformer layers.
+    pub layers: usize,
+    /// Query heads (a multiple of `kv_heads`).
+    pub q_heads: usize,
+    /// KV heads.
+    pub kv_heads: usize,
+    /// Head dimension.
+    pub head_dim: usize,
+}
+
+impl ModelShape {
+    /// Query heads per KV head.
+    pub fn group(&self) -> usize {
+        self.q_heads / self.kv_heads.max(1)
+    }
+
+    /// Checks that every count is positive and `q_heads` divides evenly.
+    pub fn validate(&self) -> Result<(), BackendError> {
+        if self.layers == 0 || self.kv_heads == 0 || self.head_dim == 0 || self.q_heads == 0 {
+            return Err(BackendError::Shape(format!("{self:?} has a zero dimension")));
+        }
+        if self.q_heads % self.kv_heads != 0 {
+            return Err(BackendError::Shape(format!(
+                "{} query heads is not a multiple of {} KV heads",
+                self.q_heads, self.kv_heads
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// One decode of one layer of one sequence.
+#[derive(Clone, Copy, Debug)]
+pub struct DecodeStep<'a> {
+    /// Sequence.
+    pub seq: u32,
+    /// Layer.
+    pub layer: usize,
+    /// Query `[q_heads][d]`.
+    pub q: &'a [f32],
+    /// The new token's K and V `[kv_heads][d]` each, appended before
+    /// attending; `None` attends to the stored tokens only.
+    pub kv_new: Option<(&'a [f32], &'a [f32])>,
+    /// Attention method.
+    pub method: Method,
+}
+
+/// A place to run decode attention.
+pub trait AttentionBackend {
+    /// Opens a sequence.
+    fn open(&mut self, seq: u32, shape: ModelShape) -> Result<(), BackendError>;
+    /// Appends tokens to one layer: `k`, `v` `[kv_heads][n][d]`.
+    fn append(&mut self, seq: u32, layer: usize, k: &[f32], v: &[f32]) -> Result<(), BackendError>;
+    /// Runs a batch of decodes (all of it in flight at once where the
+    /// backend can); outputs `[q_heads][d]` in batch order. At most one step
+    /// per (sequence, layer) in a batch.
+    fn decode(&mut self, batch: &[DecodeStep<'_>]) -> Result<Vec<Vec<f32>>, BackendError>;
+    /// Closes a sequence.
+    fn close(&mut self, seq: u32) -> Result<(), BackendError>;
+    /// A short name for tables.
+    fn name(&self) -> &str;
+}
+
+/// Rounds to the nearest fp16 and back: what a backend that stores fp16
+/// actually sees.
+pub fn round_f16(x: f32) -> f32 {
+    half::f16::from_f32(x).to_f32()
+}
+
+/// fp16 bit patterns of `xs`.
+pub fn to_f16_bits(xs: &[f32]) -> Vec<u16> {
+    xs.iter().map(|&x| half::f16::from_f32(x).to_bits()).collect()
+}

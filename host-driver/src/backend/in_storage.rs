@@ -1,0 +1,120 @@
+//! [`InStorage`]: decode attention inside the drives of a
+//! [`CsdArray`]. f32 inputs are rounded to fp16 (`half`) for the wire; a
+//! batch is submitted in full (every step, every device) before any result
+//! is fetched.
+
+use crate::array::{ArrayDecode, CsdArray};
+use crate::transport::Transport;
+
+use super::lengths::Lengths;
+use super::{AttentionBackend, BackendError, DecodeStep, ModelShape, to_f16_bits};
+
+/// Attention on computational SSDs.
+#[derive(Debug)]
+pub struct InStorage<T: Transport> {
+    array: CsdArray<T>,
+    dim_group: u8,
+    lengths: Lengths,
+}
+
+impl<T: Transport> InStorage<T> {
+    /// A backend over `array`; sequences are opened with dim-group `m`
+    /// (dims per flash row of the dim-indexed K layout).
+    pub fn new(array: CsdArray<T>, dim_group: u8) -> Self {
+        Self { array, dim_group, lengths: Lengths::default() }
+    }
+
+    /// The array (statistics, timing).
+    pub fn array(&self) -> &CsdArray<T> {
+        &self.array
+    }
+
+    /// The array, mutable.
+    pub fn array_mut(&mut self) -> &mut CsdArray<T> {
+        &mut self.array
+    }
+}
+
+fn narrow<N: TryFrom<usize>>(what: &str, x: usize) -> Result<N, BackendError> {
+    N::try_from(x).map_err(|_| BackendError::Shape(format!("{what} = {x} does not fit the device protocol")))
+}
+
+impl<T: Transport> AttentionBackend for InStorage<T> {
+    fn open(&mut self, seq: u32, shape: ModelShape) -> Result<(), BackendError> {
+        shape.validate()?;
+        let dev_shape = proto::SeqShape {
+            layers: narrow("layers", shape.layers)?,
+            kv_heads: narrow("kv_heads", shape.kv_heads)?,
+            group: narrow("group", shape.group())?,
+            head_dim: narrow("head_dim", shape.head_dim)?,
+            dim_group: self.dim_group,
+        };
+        self.lengths.open(seq, shape)?;
+        if let Err(e) = self.array.open(seq, dev_shape) {
+            // Undo the book-keeping; the open error is the one to report.
+            let _ = self.lengths.close(seq);
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
+    fn append(&mut self, seq: u32, layer: usize, k: &[f32], v: &[f32]) -> Result<(), BackendError> {
+        let n = self.lengths.check_append(seq, layer, k, v)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let first = narrow("position", self.lengths.len(seq, layer)?)?;
+        self.array.append(seq, narrow("layer", layer)?, first, &to_f16_bits(k), &to_f16_bits(v))?;
+        self.lengths.grow(seq, layer, n);
+        Ok(())
+    }
+
+    fn decode(&mut self, batch: &[DecodeStep<'_>]) -> Result<Vec<Vec<f32>>, BackendError> {
+        self.lengths.check_batch(batch)?;
+        struct Wire {
+            q: Vec<u16>,
+            kv: Option<(Vec<u16>, Vec<u16>)>,
+            layer: u16,
+            position: u32,
+        }
+        let mut wire = Vec::with_capacity(batch.len());
+        for s in batch {
+            let len = self.lengths.len(s.seq, s.layer)?;
+            // With a new token it lands at `len`; otherwise the query is the last token.
+            let position = if s.kv_new.is_some() { len } else { len - 1 };
+            wire.push(Wire {
+                q: to_f16_bits(s.q),
+                kv: s.kv_new.map(|(k, v)| (to_f16_bits(k), to_f16_bits(v))),
+                layer: narrow("layer", s.layer)?,
+                position: narrow("position", position)?,
+            });
+        }
+        let reqs: Vec<ArrayDecode<'_>> = batch
+            .iter()
+            .zip(&wire)
+            .map(|(s, w)| ArrayDecode {
+                seq: s.seq,
+                layer: w.layer,
+                position: w.position,
+                q: &w.q,
+                kv_new: w.kv.as_ref().map(|(k, v)| (k.as_slice(), v.as_slice())),
+                method: s.method,
+            })
+            .collect();
+        let outs = self.array.decode_batch(&reqs)?;
+        for s in batch.iter().filter(|s| s.kv_new.is_some()) {
+            self.lengths.grow(s.seq, s.layer, 1);
+        }
+        Ok(outs.into_iter().map(|o| o.out).collect())
+    }
+
+    fn close(&mut self, seq: u32) -> Result<(), BackendError> {
+        self.lengths.close(seq)?;
+        self.array.close(seq)?;
+        Ok(())
+    }
+
+    fn name(&self) -> &str {
+        "in-storage"
+    }
+}

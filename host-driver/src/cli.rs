@@ -1,0 +1,51 @@
+//! Command-line surface: one file per subcommand, each turning its
+//! arguments into a call of [`host_driver::run`].
+
+mod attend;
+mod bench;
+mod demo;
+mod identify;
+
+use clap::{Parser, Subcommand};
+use host_driver::run::RunError;
+
+/// InstInfer host: decode attention inside a computational SSD (simulated by default).
+#[derive(Debug, Parser)]
+#[command(name = "instinfer", version)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print the drive's InstCSD capability block.
+    Identify(identify::Args),
+    /// One decode step through the drive on .npy inputs.
+    Attend(attend::Args),
+    /// Multi-layer, multi-sequence decode loop checked against the host reference.
+    Demo(demo::Args),
+    /// Benchmarks.
+    #[command(subcommand)]
+    Bench(bench::Command),
+}
+
+/// Runs the parsed command.
+pub fn run(cli: Cli) -> Result<(), RunError> {
+    match cli.command {
+        Command::Identify(a) => identify::run(a),
+        Command::Attend(a) => attend::run(a),
+        Command::Demo(a) => demo::run(a),
+        Command::Bench(c) => bench::run(c),
+    }
+}
+
+/// Flash page sizes the simulator models.
+pub(crate) fn page_size_parser() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(["4096", "16384"])
+}
+
+/// Parses the value [`page_size_parser`] accepted.
+pub(crate) fn page_size(s: &str) -> u32 {
+    if s == "16384" { 16384 } else { 4096 }
+}

@@ -1,0 +1,428 @@
+//! [`Csd`]: one InstCSD behind a [`Transport`], spoken to in its own terms:
+//! identify, open / close sequences, append KV, submit and fetch decodes,
+//! read statistics.
+//!
+//! The handle remembers the shape of every sequence it opened, so each
+//! buffer is checked before it goes out and each reply is checked when it
+//! comes back: a device answer of the wrong size or with an impossible
+//! report is a [`CsdError::BadReply`], never a panic.
+//!
+//! Decodes are split-phase because Linux passthrough cannot move data both
+//! ways in one command: [`Csd::submit_decode`] queues DECODE_SUBMIT and
+//! returns a [`Ticket`]; [`Csd::fetch_begin`] waits for the submits and
+//! queues one DECODE_FETCH each; [`Csd::fetch_end`] collects the results.
+//! Callers submit everything (all layers, sequences, devices) before they
+//! fetch anything.
+
+mod error;
+pub mod payload;
+
+pub use error::CsdError;
+
+use std::collections::HashMap;
+
+use attention::shape::Method;
+use proto::{
+    CapabilityBlock, DecodeFetch, DecodeFlags, DecodeReport, DecodeSubmit, IdentifyController,
+    KvAppend, SeqClose, SeqOpen, SeqShape, StatsLog, Status,
+};
+
+use crate::transport::{DeviceTime, IoData, IoRequest, IoResult, Transport};
+
+/// What Identify says about the device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// The InstCSD capability block.
+    pub caps: CapabilityBlock,
+    /// Model number.
+    pub model: String,
+    /// Serial number.
+    pub serial: String,
+    /// Firmware revision.
+    pub firmware: String,
+    /// Largest data transfer of one command in bytes (the smaller of the
+    /// NVMe MDTS field and the capability block's `mdts_bytes`).
+    pub max_transfer: usize,
+}
+
+/// A decode in flight on one device.
+#[derive(Debug)]
+#[must_use = "a submitted decode must be fetched"]
+pub struct Ticket {
+    seq: u32,
+    layer: u16,
+    cid: u16,
+    shape: SeqShape,
+    /// Tokens the layer holds for this decode (position + 1).
+    tokens: u64,
+}
+
+impl Ticket {
+    /// The sequence.
+    pub fn seq(&self) -> u32 {
+        self.seq
+    }
+
+    /// The layer.
+    pub fn layer(&self) -> u16 {
+        self.layer
+    }
+}
+
+/// Decodes whose DECODE_FETCH commands are in flight.
+#[derive(Debug)]
+#[must_use = "fetches in flight must be collected with fetch_end"]
+pub struct FetchBatch {
+    items: Vec<(u16, Ticket)>,
+}
+
+/// One decode's result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DecodeOutput {
+    /// Attention output `[q_heads][d]`.
+    pub out: Vec<f32>,
+    /// The same in the device's Q14 fixed point.
+    pub raw: Vec<i32>,
+    /// The device's per-decode statistics.
+    pub report: DecodeReport,
+}
+
+/// One InstCSD.
+#[derive(Debug)]
+pub struct Csd<T: Transport> {
+    transport: T,
+    info: DeviceInfo,
+    seqs: HashMap<u32, SeqShape>,
+    /// Completions reaped while waiting for another command.
+    done: HashMap<u16, IoResult>,
+}
+
+const IDENTIFY: &str = "Identify";
+const GET_LOG_PAGE: &str = "Get Log Page";
+
+impl<T: Transport> Csd<T> {
+    /// Identifies the device behind `transport`; fails with
+    /// [`CsdError::NotInstCsd`] for a plain NVMe drive.
+    pub fn new(mut transport: T) -> Result<Self, CsdError> {
+        let info = identify(&mut transport)?;
+        Ok(Self { transport, info, seqs: HashMap::new(), done: HashMap::new() })
+    }
+
+    /// Identify data read at construction.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// Reads Identify Controller again.
+    pub fn identify(&mut self) -> Result<DeviceInfo, CsdError> {
+        self.info = identify(&mut self.transport)?;
+        Ok(self.info.clone())
+    }
+
+    /// The transport (counters, device access in tests).
+    pub fn transport(&self) -> &T {
+        &self.transport
+    }
+
+    /// The transport, mutable.
+    pub fn transport_mut(&mut self) -> &mut T {
+        &mut self.transport
+    }
+
+    /// Virtual time of a simulated device.
+    pub fn device_time(&self) -> Option<DeviceTime> {
+        self.transport.device_time()
+    }
+
+    /// The shape of an open sequence.
+    pub fn shape(&self, seq: u32) -> Option<SeqShape> {
+        self.seqs.get(&seq).copied()
+    }
+
+    /// Reads the statistics log page.
+    pub fn stats(&mut self) -> Result<StatsLog, CsdError> {
+        let req = IoRequest {
+            sqe: proto::get_log_page(proto::log::LID_STATS, StatsLog::SIZE as u32),
+            data: IoData::FromDevice(StatsLog::SIZE),
+        };
+        let res = self.transport.admin(req)?;
+        check_status(&res, GET_LOG_PAGE)?;
+        StatsLog::from_bytes(&res.data).map_err(|e| bad_reply(GET_LOG_PAGE, e.to_string()))
+    }
+
+    /// Opens sequence `seq` with `shape` on the device.
+    pub fn open(&mut self, seq: u32, shape: SeqShape) -> Result<(), CsdError> {
+        if self.seqs.contains_key(&seq) {
+            return Err(CsdError::SequenceExists(seq));
+        }
+        shape.validate()?;
+        self.run_io(SeqOpen::new(seq, shape).to_sqe(), IoData::None, "SEQ_OPEN")?;
+        self.seqs.insert(seq, shape);
+        Ok(())
+    }
+
+    /// Closes sequence `seq` and frees its flash space.
+    pub fn close(&mut self, seq: u32) -> Result<(), CsdError> {
+        if !self.seqs.contains_key(&seq) {
+            return Err(CsdError::UnknownSequence(seq));
+        }
+        self.run_io(SeqClose { seq }.to_sqe(), IoData::None, "SEQ_CLOSE")?;
+        self.seqs.remove(&seq);
+        Ok(())
+    }
+
+    /// Appends `n` tokens at `first_pos` to one layer: `k` and `v` are fp16
+    /// bits `[kv_heads][n][d]`. Split into KV_APPEND commands under the
+    /// device's transfer limit, each with its own head-major payload, sent
+    /// in order (each waits for the previous: positions must not race).
+    pub fn append(&mut self, seq: u32, layer: u16, first_pos: u32, k: &[u16], v: &[u16]) -> Result<(), CsdError> {
+        let shape = self.shape_of(seq)?;
+        let (heads, d) = (usize::from(shape.kv_heads), usize::from(shape.head_dim));
+        let row = heads * d;
+        if k.len() % row != 0 || k.is_empty() {
+            return Err(CsdError::Length { what: "k", expected: (k.len() / row).max(1) * row, actual: k.len() });
+        }
+        if v.len() != k.len() {
+            return Err(CsdError::Length { what: "v", expected: k.len(), actual: v.len() });
+        }
+        let n = k.len() / row;
+        let per_token = 4 * row;
+        let chunk = self.info.max_transfer / per_token;
+        if chunk == 0 {
+            return Err(CsdError::InvalidArgument(format!(
+                "one token of KV ({per_token} bytes) exceeds the device transfer limit of {} bytes",
+                self.info.max_transfer
+            )));
+        }
+        let mut t0 = 0;
+        while t0 < n {
+            let t1 = (t0 + chunk).min(n);
+            let pos = u32::try_from(t0)
+                .ok()
+                .and_then(|t| first_pos.checked_add(t))
+                .ok_or_else(|| CsdError::InvalidArgument("token position exceeds u32".into()))?;
+            let tokens = (t1 - t0) as u32; // ≤ max_transfer / per_token, small.
+            let cmd = KvAppend::new(seq, layer, pos, tokens, &shape)?;
+            let data = payload::kv_chunk(k, v, heads, n, d, t0, t1);
+            self.run_io(cmd.to_sqe(), IoData::ToDevice(data), "KV_APPEND")?;
+            t0 = t1;
+        }
+        Ok(())
+    }
+
+    /// Queues one DECODE_SUBMIT: `q` is fp16 `[q_heads][d]`; `kv_new`, if
+    /// given, is the new token's K and V `[kv_heads][d]` each, appended at
+    /// `position` before attending (APPEND_KV); without it `position` is the
+    /// last stored token.
+    pub fn submit_decode(
+        &mut self,
+        seq: u32,
+        layer: u16,
+        position: u32,
+        q: &[u16],
+        kv_new: Option<(&[u16], &[u16])>,
+        method: Method,
+    ) -> Result<Ticket, CsdError> {
+        let shape = self.shape_of(seq)?;
+        let d = usize::from(shape.head_dim);
+        let q_len = shape.query_heads() as usize * d;
+        check_len("q", q_len, q.len())?;
+        let flags = if kv_new.is_some() { DecodeFlags::APPEND_KV } else { DecodeFlags::NONE };
+        let cmd = match method {
+            Method::Dense => DecodeSubmit::dense(seq, layer, position, flags, &shape),
+            Method::SparF(p) => {
+                p.validate(d).map_err(|e| CsdError::InvalidArgument(e.to_string()))?;
+                let r = u16::try_from(p.r).map_err(|_| arg(format!("r = {} too large", p.r)))?;
+                let local = u16::try_from(p.local)
+                    .map_err(|_| arg(format!("local = {} exceeds {}", p.local, u16::MAX)))?;
+                let k = u32::try_from(p.k).map_err(|_| arg(format!("k = {} exceeds u32", p.k)))?;
+                DecodeSubmit::sparf(seq, layer, position, flags, r, local, k, &shape)
+            }
+            Method::SparQ(_) => return Err(arg("the device runs dense and SparF only, not SparQ".into())),
+        };
+        let mut data = Vec::with_capacity(cmd.payload_bytes(&shape) as usize);
+        payload::put_f16(&mut data, q);
+        if let Some((k, v)) = kv_new {
+            let kv_len = usize::from(shape.kv_heads) * d;
+            check_len("k_new", kv_len, k.len())?;
+            check_len("v_new", kv_len, v.len())?;
+            payload::put_f16(&mut data, k);
+            payload::put_f16(&mut data, v);
+        }
+        let cid = self.transport.submit(IoRequest { sqe: cmd.to_sqe(), data: IoData::ToDevice(data) })?;
+        Ok(Ticket { seq, layer, cid, shape, tokens: u64::from(position) + 1 })
+    }
+
+    /// Waits for the submits of `tickets` and queues their DECODE_FETCH
+    /// commands. On error, every command of the batch is reaped and dropped.
+    pub fn fetch_begin(&mut self, tickets: Vec<Ticket>) -> Result<FetchBatch, CsdError> {
+        let mut first_err = None;
+        for t in &tickets {
+            match self.wait(t.cid) {
+                Ok(res) => {
+                    if let Err(e) = check_status(&res, "DECODE_SUBMIT") {
+                        first_err.get_or_insert(e);
+                    }
+                }
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(e) = first_err {
+            return Err(e);
+        }
+        let mut items = Vec::with_capacity(tickets.len());
+        for t in tickets {
+            let cmd = DecodeFetch::new(t.seq, t.layer, &t.shape);
+            let len = DecodeFetch::payload_bytes(&t.shape) as usize;
+            match self.transport.submit(IoRequest { sqe: cmd.to_sqe(), data: IoData::FromDevice(len) }) {
+                Ok(cid) => items.push((cid, t)),
+                Err(e) => {
+                    self.abandon(items.iter().map(|(c, _)| *c));
+                    return Err(e.into());
+                }
+            }
+        }
+        Ok(FetchBatch { items })
+    }
+
+    /// Collects the results of a [`FetchBatch`], in ticket order.
+    pub fn fetch_end(&mut self, batch: FetchBatch) -> Result<Vec<DecodeOutput>, CsdError> {
+        let mut outs = Vec::with_capacity(batch.items.len());
+        let mut first_err = None;
+        for (cid, t) in batch.items {
+            let r = self.wait(cid).and_then(|res| parse_fetch(&res, &t));
+            match r {
+                Ok(o) if first_err.is_none() => outs.push(o),
+                Ok(_) => {}
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(outs),
+        }
+    }
+
+    /// Fetches many decodes: [`Csd::fetch_begin`] then [`Csd::fetch_end`].
+    pub fn fetch_many(&mut self, tickets: Vec<Ticket>) -> Result<Vec<DecodeOutput>, CsdError> {
+        let batch = self.fetch_begin(tickets)?;
+        self.fetch_end(batch)
+    }
+
+    /// Fetches one decode.
+    pub fn fetch(&mut self, ticket: Ticket) -> Result<DecodeOutput, CsdError> {
+        let mut v = self.fetch_many(vec![ticket])?;
+        v.pop().ok_or_else(|| bad_reply("DECODE_FETCH", "no result".into()))
+    }
+
+    fn shape_of(&self, seq: u32) -> Result<SeqShape, CsdError> {
+        self.seqs.get(&seq).copied().ok_or(CsdError::UnknownSequence(seq))
+    }
+
+    /// Submits one I/O command and waits for it; a non-success status is an error.
+    fn run_io(&mut self, sqe: proto::Sqe, data: IoData, command: &'static str) -> Result<IoResult, CsdError> {
+        let cid = self.transport.submit(IoRequest { sqe, data })?;
+        let res = self.wait(cid)?;
+        check_status(&res, command)?;
+        Ok(res)
+    }
+
+    /// Reaps until the completion of `cid` arrives; keeps the others.
+    fn wait(&mut self, cid: u16) -> Result<IoResult, CsdError> {
+        loop {
+            if let Some(r) = self.done.remove(&cid) {
+                return Ok(r);
+            }
+            let (c, r) = self.transport.reap()?;
+            self.done.insert(c, r);
+        }
+    }
+
+    /// Reaps and drops the completions of `cids` (error clean-up).
+    fn abandon(&mut self, cids: impl Iterator<Item = u16>) {
+        for cid in cids {
+            // Best effort: the first error is the one reported.
+            let _ = self.wait(cid);
+        }
+    }
+}
+
+fn identify<T: Transport>(transport: &mut T) -> Result<DeviceInfo, CsdError> {
+    let req = IoRequest {
+        sqe: proto::identify_controller(),
+        data: IoData::FromDevice(IdentifyController::SIZE),
+    };
+    let res = transport.admin(req)?;
+    check_status(&res, IDENTIFY)?;
+    let id = IdentifyController::from_bytes(&res.data).map_err(|e| bad_reply(IDENTIFY, e.to_string()))?;
+    let caps = *id.instcsd().map_err(|_| CsdError::NotInstCsd)?;
+    // MDTS is a power of two in 4 KiB units (0: no limit).
+    let nvme_limit = match id.mdts {
+        0 => usize::MAX,
+        n => 4096usize.checked_shl(u32::from(n)).unwrap_or(usize::MAX),
+    };
+    let cap_limit = match caps.mdts_bytes {
+        0 => usize::MAX,
+        n => n as usize,
+    };
+    let max_transfer = nvme_limit.min(cap_limit).min(proto::prp::MAX_LEN);
+    Ok(DeviceInfo {
+        caps,
+        model: id.model().to_string(),
+        serial: id.serial().to_string(),
+        firmware: id.firmware().to_string(),
+        max_transfer,
+    })
+}
+
+/// Validates a DECODE_FETCH reply against the ticket's shape.
+fn parse_fetch(res: &IoResult, t: &Ticket) -> Result<DecodeOutput, CsdError> {
+    const CMD: &str = "DECODE_FETCH";
+    check_status(res, CMD)?;
+    let n = t.shape.query_heads() as usize * usize::from(t.shape.head_dim);
+    let expected = n * 4 + DecodeReport::SIZE;
+    if res.data.len() != expected {
+        return Err(bad_reply(CMD, format!("{} bytes, expected {expected}", res.data.len())));
+    }
+    let (body, tail) = res.data.split_at(n * 4);
+    let report = DecodeReport::from_bytes(tail).map_err(|e| bad_reply(CMD, e.to_string()))?;
+    if report.reserved != 0 {
+        return Err(bad_reply(CMD, format!("report reserved field is {:#x}", report.reserved)));
+    }
+    if u64::from(report.tokens_attended) > t.tokens || report.tokens_attended == 0 {
+        return Err(bad_reply(
+            CMD,
+            format!("report says {} tokens attended, layer holds {}", report.tokens_attended, t.tokens),
+        ));
+    }
+    let raw = payload::get_i32s(body);
+    if let Some(x) = raw.iter().find(|x| x.unsigned_abs() > attention::engine::FX_MAX as u32) {
+        return Err(bad_reply(CMD, format!("output value {x} outside the fp16 range")));
+    }
+    let out = raw.iter().map(|&x| attention::engine::fx_to_f32(x)).collect();
+    Ok(DecodeOutput { out, raw, report })
+}
+
+fn check_status(res: &IoResult, command: &'static str) -> Result<(), CsdError> {
+    let status: Status = res.cqe.status();
+    if status.is_success() { Ok(()) } else { Err(CsdError::Status { status, command }) }
+}
+
+fn check_len(what: &'static str, expected: usize, actual: usize) -> Result<(), CsdError> {
+    if expected == actual { Ok(()) } else { Err(CsdError::Length { what, expected, actual }) }
+}
+
+fn bad_reply(command: &'static str, reason: String) -> CsdError {
+    CsdError::BadReply { command, reason }
+}
+
+fn arg(msg: String) -> CsdError {
+    CsdError::InvalidArgument(msg)
+}
+
+#[cfg(test)]
+mod tests;

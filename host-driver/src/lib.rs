@@ -1,0 +1,19 @@
+//! InstInfer host side: everything between a model runner and the
+//! computational SSDs that run its decode attention.
+//!
+//! | module | owns |
+//! | --- | --- |
+//! | [`transport`] | moving SQEs, data and CQEs to a device ([`transport::SimTransport`]) |
+//! | [`csd`] | one device in InstCSD terms: identify, sequences, KV append, decode |
+//! | [`array`] | several devices sharding the KV heads of each sequence |
+//! | [`backend`] | the model-facing [`backend::AttentionBackend`]: in-storage or host reference |
+//! | [`npy`] | NumPy `.npy` files (the CLI's array format) |
+//! | [`run`] | the CLI's jobs as library functions: attend, demo, bench |
+#![forbid(unsafe_code)]
+
+pub mod array;
+pub mod backend;
+pub mod csd;
+pub mod npy;
+pub mod run;
+pub mod transport;

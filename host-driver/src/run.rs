@@ -1,0 +1,68 @@
+//! The CLI's jobs as library functions, so tests and benches call exactly
+//! what `instinfer` runs:
+//!
+//! | module | job |
+//! | --- | --- |
+//! | [`attend`] | one decode step on `.npy` inputs, with the step's device counters |
+//! | [`demo`] | a multi-layer, multi-sequence decode loop checked against the host reference |
+//! | [`bench`] | host dense vs in-storage dense vs in-storage SparF |
+//! | [`sim`] | building arrays of simulated drives and measuring one phase on them |
+//!
+//! Every job reports **wall** time (host clock) and **virtual** time (the
+//! simulator's modelled device time) separately, labelled as such.
+
+pub mod attend;
+pub mod bench;
+pub mod demo;
+pub mod sim;
+
+use thiserror::Error;
+
+use crate::backend::BackendError;
+use crate::csd::CsdError;
+use crate::npy::NpyError;
+
+/// Why a job failed.
+#[derive(Debug, Error)]
+pub enum RunError {
+    /// Bad input: a file, a shape, a dtype or a parameter (exit status 2).
+    #[error("{0}")]
+    Input(String),
+    /// A `.npy` file could not be read or written (exit status 2).
+    #[error("{path}: {source}")]
+    Npy {
+        /// The file.
+        path: String,
+        /// What is wrong with it.
+        source: NpyError,
+    },
+    /// The device failed (exit status 1).
+    #[error("device: {0}")]
+    Device(#[from] CsdError),
+    /// A backend failed (exit status 1).
+    #[error("backend: {0}")]
+    Backend(#[from] BackendError),
+}
+
+impl RunError {
+    /// Process exit status: 2 for bad input, 1 for everything else.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Input(_) | Self::Npy { .. } => 2,
+            Self::Device(_) | Self::Backend(_) => 1,
+        }
+    }
+}
+
+/// Shorthand for [`RunError::Input`].
+pub(crate) fn input(msg: impl Into<String>) -> RunError {
+    RunError::Input(msg.into())
+}
+
+/// Checks a flash page size the simulator supports.
+pub fn check_page_size(page_size: u32) -> Result<(), RunError> {
+    match page_size {
+        4096 | 16384 => Ok(()),
+        other => Err(input(format!("page size {other} not supported (use 4096 or 16384)"))),
+    }
+}

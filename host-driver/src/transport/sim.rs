@@ -1,0 +1,329 @@
+//! [`SimTransport`]: the simulated board in-process, driven exactly like a
+//! PCIe NVMe controller.
+//!
+//! Queues and data buffers live in the board's host memory: the admin
+//! queue pair is handed to the controller at enable time, the I/O queue pair
+//! is created with the standard Create I/O CQ / SQ admin commands. Every
+//! data buffer is a set of scattered 4 KiB pages described by PRP1 / PRP2 /
+//! PRP lists built with [`proto::prp::build`]; SQEs are written to the SQ
+//! ring, doorbells are rung, the board runs until idle, completions are
+//! consumed by phase tag and the CQ head doorbell is rung.
+
+use std::collections::{HashMap, VecDeque};
+
+use board_sim::{SimConfig, SimCsd};
+use proto::prp::{self, ENTRIES_PER_LIST, PAGE};
+use proto::{Cqe, Opcode, Sqe};
+
+use super::ring::QueuePair;
+use super::{DeviceTime, IoData, IoRequest, IoResult, Transport, TransportError};
+
+/// Admin opcode: Create I/O Submission Queue.
+const CREATE_IO_SQ: Opcode = Opcode(0x01);
+/// Admin opcode: Create I/O Completion Queue.
+const CREATE_IO_CQ: Opcode = Opcode(0x05);
+/// Admin queue entries.
+const ADMIN_ENTRIES: u16 = 32;
+/// Default I/O queue entries.
+pub const DEFAULT_IO_ENTRIES: u16 = 64;
+/// The one I/O queue pair's identifier.
+const IO_QID: u16 = 1;
+
+/// Host memory pages behind one command's data.
+#[derive(Debug)]
+struct Buffers {
+    data_pages: Vec<u64>,
+    list_pages: Vec<u64>,
+    /// Bytes to copy back on completion (device-to-host commands).
+    read_back: usize,
+}
+
+/// The simulated board behind an NVMe queue interface.
+#[derive(Debug)]
+pub struct SimTransport {
+    dev: SimCsd,
+    admin: QueuePair,
+    io: QueuePair,
+    next_admin_cid: u16,
+    next_cid: u16,
+    /// Commands on the device, by cid.
+    pending: HashMap<u16, Buffers>,
+    /// Completions already taken off the CQ, not yet reaped.
+    ready: VecDeque<(u16, IoResult)>,
+}
+
+impl SimTransport {
+    /// A board with default settings and `page_size`-byte flash pages, with
+    /// a 64-entry I/O queue pair.
+    pub fn new(page_size: u32) -> Result<Self, TransportError> {
+        let dev = SimCsd::new(SimConfig::new(page_size))?;
+        Self::with_device(dev, DEFAULT_IO_ENTRIES)
+    }
+
+    /// Wraps an already built board: enables its controller and creates one
+    /// I/O queue pair of `io_entries` (2..=4096) entries.
+    pub fn with_device(mut dev: SimCsd, io_entries: u16) -> Result<Self, TransportError> {
+        if !(2..=4096).contains(&io_entries) {
+            return Err(TransportError::Setup(format!("I/O queue size {io_entries} not in 2..=4096")));
+        }
+        let mem = dev.host_memory();
+        let asq = mem.alloc_contiguous(usize::from(ADMIN_ENTRIES) * Sqe::SIZE);
+        let acq = mem.alloc_contiguous(usize::from(ADMIN_ENTRIES) * Cqe::SIZE);
+        let iosq = mem.alloc_contiguous(usize::from(io_entries) * Sqe::SIZE);
+        let iocq = mem.alloc_contiguous(usize::from(io_entries) * Cqe::SIZE);
+        dev.enable(asq, acq, ADMIN_ENTRIES)?;
+        let mut t = Self {
+            dev,
+            admin: QueuePair::new(0, asq, acq, ADMIN_ENTRIES),
+            io: QueuePair::new(IO_QID, iosq, iocq, io_entries),
+            next_admin_cid: 0,
+            next_cid: 0,
+            pending: HashMap::new(),
+            ready: VecDeque::new(),
+        };
+        let qsize = u32::from(io_entries - 1) << 16 | u32::from(IO_QID);
+        let mut cq = Sqe::new(CREATE_IO_CQ);
+        cq.prp1 = iocq;
+        cq.cdw10 = qsize;
+        cq.cdw11 = 1; // PC = 1, interrupts off: the host polls.
+        t.setup_command(cq, "create I/O completion queue")?;
+        let mut sq = Sqe::new(CREATE_IO_SQ);
+        sq.prp1 = iosq;
+        sq.cdw10 = qsize;
+        sq.cdw11 = u32::from(IO_QID) << 16 | 1; // CQID, PC = 1.
+        t.setup_command(sq, "create I/O submission queue")?;
+        Ok(t)
+    }
+
+    /// The board, for counters and timing.
+    pub fn device(&self) -> &SimCsd {
+        &self.dev
+    }
+
+    /// The board, mutable (fault injection in tests).
+    pub fn device_mut(&mut self) -> &mut SimCsd {
+        &mut self.dev
+    }
+
+    fn setup_command(&mut self, sqe: Sqe, what: &str) -> Result<(), TransportError> {
+        let res = self.admin(IoRequest { sqe, data: IoData::None })?;
+        let status = res.cqe.status();
+        if status.is_success() {
+            Ok(())
+        } else {
+            Err(TransportError::Setup(format!("{what}: {status}")))
+        }
+    }
+
+    /// Places the request's data in host memory and fills in the PRPs
+    /// (PRP1 / PRP2 of a command without data are left as given).
+    fn stage(&mut self, sqe: &mut Sqe, data: &IoData) -> Result<Buffers, TransportError> {
+        let len = data.len();
+        let mut bufs = Buffers { data_pages: Vec::new(), list_pages: Vec::new(), read_back: 0 };
+        if len == 0 {
+            // No data phase: PRP1 keeps what the caller set (queue creation
+            // puts the queue's base address there).
+            return Ok(bufs);
+        }
+        sqe.prp1 = 0;
+        sqe.prp2 = 0;
+        if len > prp::MAX_LEN {
+            return Err(TransportError::BadTransfer {
+                len,
+                reason: format!("above the {} byte PRP limit", prp::MAX_LEN),
+            });
+        }
+        let plan = prp::layout(len, 0);
+        let mem = self.dev.host_memory();
+        bufs.data_pages = mem.alloc(len);
+        bufs.list_pages = mem.alloc(plan.list_pages * PAGE);
+        let staged = match data {
+            IoData::ToDevice(bytes) => bufs
+                .data_pages
+                .iter()
+                .zip(bytes.chunks(PAGE))
+                .try_for_each(|(&page, chunk)| mem.write(page, chunk)),
+            IoData::FromDevice(n) => {
+                bufs.read_back = *n;
+                Ok(())
+            }
+            IoData::None => Ok(()),
+        };
+        let pair = staged.map_err(TransportError::from).and_then(|()| {
+            prp::build(len, 0, &bufs.data_pages, &bufs.list_pages, |addr, list: &[u64; ENTRIES_PER_LIST]| {
+                let bytes: Vec<u8> = list.iter().flat_map(|e| e.to_le_bytes()).collect();
+                mem.write(addr, &bytes).map_err(TransportError::from)
+            })
+        });
+        match pair {
+            Ok(pair) => {
+                sqe.prp1 = pair.prp1;
+                sqe.prp2 = pair.prp2;
+                Ok(bufs)
+            }
+            Err(e) => {
+                self.release(&bufs);
+                Err(e)
+            }
+        }
+    }
+
+    /// Copies device-to-host data out of host memory and frees the pages.
+    fn unstage(&mut self, bufs: Buffers) -> Result<Vec<u8>, TransportError> {
+        let mut out = vec![0u8; bufs.read_back];
+        let mem = self.dev.host_memory();
+        let copied = bufs
+            .data_pages
+            .iter()
+            .zip(out.chunks_mut(PAGE))
+            .try_for_each(|(&page, chunk)| mem.read(page, chunk));
+        self.release(&bufs);
+        copied?;
+        Ok(out)
+    }
+
+    fn release(&mut self, bufs: &Buffers) {
+        let mem = self.dev.host_memory();
+        mem.free(&bufs.data_pages);
+        mem.free(&bufs.list_pages);
+    }
+
+    /// Runs the board until idle; a controller fatal status is an error.
+    fn run_device(&mut self) -> Result<(), TransportError> {
+        self.dev.process()?;
+        if self.dev.fatal() {
+            return Err(TransportError::DeviceFailed("controller fatal status (CSTS.CFS) set".into()));
+        }
+        Ok(())
+    }
+
+    /// Reads the next CQE of `q` if its phase says it is new.
+    fn peek_cq(&mut self, admin: bool) -> Result<Option<Cqe>, TransportError> {
+        let q = if admin { &self.admin } else { &self.io };
+        let mut raw = [0u8; Cqe::SIZE];
+        let slot = q.cq_slot();
+        self.dev.host_memory().read(slot, &mut raw)?;
+        let cqe = Cqe::from_bytes(&raw)?;
+        Ok(q.is_new(&cqe).then_some(cqe))
+    }
+
+    /// Consumes the CQE just peeked and rings the CQ head doorbell.
+    fn pop_cq(&mut self, admin: bool, cqe: &Cqe) -> Result<(), TransportError> {
+        let q = if admin { &mut self.admin } else { &mut self.io };
+        let head = q.pop(cqe);
+        let qid = q.qid;
+        self.dev.ring_cq(qid, head);
+        Ok(())
+    }
+
+    /// Moves every posted I/O completion to `ready`; returns how many.
+    fn harvest(&mut self) -> Result<usize, TransportError> {
+        let mut n = 0;
+        while let Some(cqe) = self.peek_cq(false)? {
+            self.pop_cq(false, &cqe)?;
+            if cqe.sq_id != IO_QID {
+                return Err(TransportError::UnexpectedCompletion { cid: cqe.cid, sq_id: cqe.sq_id });
+            }
+            let bufs = self
+                .pending
+                .remove(&cqe.cid)
+                .ok_or(TransportError::UnexpectedCompletion { cid: cqe.cid, sq_id: cqe.sq_id })?;
+            let data = self.unstage(bufs)?;
+            self.ready.push_back((cqe.cid, IoResult { cqe, data }));
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    fn write_sqe(&mut self, admin: bool, sqe: &Sqe) -> Result<(), TransportError> {
+        let q = if admin { &mut self.admin } else { &mut self.io };
+        let slot = q.sq_slot();
+        let tail = q.push();
+        let qid = q.qid;
+        self.dev.host_memory().write(slot, &sqe.to_bytes())?;
+        self.dev.ring_sq(qid, tail);
+        Ok(())
+    }
+}
+
+impl Transport for SimTransport {
+    fn admin(&mut self, req: IoRequest) -> Result<IoResult, TransportError> {
+        let mut sqe = req.sqe;
+        let cid = self.next_admin_cid;
+        self.next_admin_cid = self.next_admin_cid.wrapping_add(1);
+        sqe.set_cid(cid);
+        let bufs = self.stage(&mut sqe, &req.data)?;
+        let sent = self.write_sqe(true, &sqe).and_then(|()| self.run_device());
+        if let Err(e) = sent {
+            self.release(&bufs);
+            return Err(e);
+        }
+        let Some(cqe) = self.peek_cq(true)? else {
+            self.release(&bufs);
+            return Err(TransportError::NoCompletion(1));
+        };
+        self.pop_cq(true, &cqe)?;
+        if cqe.cid != cid || cqe.sq_id != 0 {
+            self.release(&bufs);
+            return Err(TransportError::UnexpectedCompletion { cid: cqe.cid, sq_id: cqe.sq_id });
+        }
+        let data = self.unstage(bufs)?;
+        Ok(IoResult { cqe, data })
+    }
+
+    fn submit(&mut self, req: IoRequest) -> Result<u16, TransportError> {
+        if self.io.sq_full() {
+            // Let the device drain the ring; its completions wait in `ready`.
+            self.run_device()?;
+            self.harvest()?;
+            if self.io.sq_full() {
+                return Err(TransportError::QueueFull(self.pending.len()));
+            }
+        }
+        let mut cid = self.next_cid;
+        while self.pending.contains_key(&cid) || self.ready.iter().any(|(c, _)| *c == cid) {
+            cid = cid.wrapping_add(1);
+        }
+        self.next_cid = cid.wrapping_add(1);
+        let mut sqe = req.sqe;
+        sqe.set_cid(cid);
+        let bufs = self.stage(&mut sqe, &req.data)?;
+        if let Err(e) = self.write_sqe(false, &sqe) {
+            self.release(&bufs);
+            return Err(e);
+        }
+        self.pending.insert(cid, bufs);
+        Ok(cid)
+    }
+
+    fn reap(&mut self) -> Result<(u16, IoResult), TransportError> {
+        if self.ready.is_empty() {
+            if self.pending.is_empty() {
+                return Err(TransportError::NothingInFlight);
+            }
+            if self.harvest()? == 0 {
+                self.run_device()?;
+                if self.harvest()? == 0 {
+                    return Err(TransportError::NoCompletion(self.pending.len()));
+                }
+            }
+        }
+        self.ready.pop_front().ok_or(TransportError::NothingInFlight)
+    }
+
+    fn in_flight(&self) -> usize {
+        self.pending.len() + self.ready.len()
+    }
+
+    fn device_time(&self) -> Option<DeviceTime> {
+        let b = self.dev.breakdown();
+        Some(DeviceTime {
+            now_ns: self.dev.now_ns(),
+            total_ns: b.total,
+            flash_busy_ns: b.flash_busy,
+            bus_busy_ns: b.bus_busy,
+            engine_busy_ns: b.engine_busy,
+            dma_busy_ns: b.dma_busy,
+        })
+    }
+}

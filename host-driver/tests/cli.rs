@@ -1,0 +1,173 @@
+//! The `instinfer` binary end to end: exit statuses, messages and the JSON
+//! report of `attend`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use attention::testdata::{structured_kv, structured_query};
+use host_driver::npy::NpyArray;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_instinfer"))
+}
+
+/// A fresh scratch directory per test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("instinfer-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn write(path: &Path, shape: Vec<usize>, data: Vec<f32>) {
+    NpyArray::from_f32(shape, data).unwrap().write(path).unwrap();
+}
+
+/// K, V `[kv, s, d]` (fp16 when `f16`) and Q `[q, d]` in `dir`.
+fn inputs(dir: &Path, kv: usize, q_heads: usize, s: usize, d: usize, f16: bool) {
+    let (k, v) = structured_kv(11, kv, s, d);
+    let q = structured_query(11, q_heads, d, kv);
+    if f16 {
+        let bits = |x: &[f32]| x.iter().map(|&y| half::f16::from_f32(y).to_bits()).collect::<Vec<_>>();
+        NpyArray::from_f16_bits(vec![kv, s, d], bits(&k)).unwrap().write(&dir.join("k.npy")).unwrap();
+        NpyArray::from_f16_bits(vec![kv, s, d], bits(&v)).unwrap().write(&dir.join("v.npy")).unwrap();
+    } else {
+        write(&dir.join("k.npy"), vec![kv, s, d], k);
+        write(&dir.join("v.npy"), vec![kv, s, d], v);
+    }
+    write(&dir.join("q.npy"), vec![q_heads, d], q);
+}
+
+fn attend(dir: &Path, extra: &[&str]) -> Output {
+    let p = |f: &str| dir.join(f).display().to_string();
+    bin()
+        .args(["attend", "--k", &p("k.npy"), "--v", &p("v.npy"), "--q", &p("q.npy"), "--out", &p("out.npy")])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn attend_reports_json_and_writes_output() {
+    let dir = scratch("good");
+    inputs(&dir, 2, 6, 100, 32, true);
+    for method in ["dense", "sparf"] {
+        let o = attend(&dir, &["--method", method]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = String::from_utf8(o.stdout).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        let j: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+        for key in [
+            "method",
+            "virtual_device_us",
+            "flash_pages_read",
+            "flash_pages_skipped",
+            "engine_bytes",
+            "channel_bus_bytes",
+            "elements_filtered",
+            "pcie_bytes",
+            "host_offload_pcie_bytes",
+            "wall_ms",
+            "devices",
+            "s",
+            "d",
+        ] {
+            assert!(j.get(key).is_some(), "missing {key} in {text}");
+        }
+        assert_eq!(j["method"], method);
+        assert_eq!(j["s"], 100);
+        assert_eq!(j["d"], 32);
+        assert_eq!(j["host_offload_pcie_bytes"], 2 * 2 * 100 * 32 * 2);
+        let out = NpyArray::read(&dir.join("out.npy")).unwrap();
+        assert_eq!(out.shape, vec![6, 32]);
+        assert!(out.to_f32().iter().all(|x| x.is_finite()));
+    }
+}
+
+#[test]
+fn attend_on_two_devices_matches_one_bit_for_bit() {
+    let dir = scratch("devices");
+    inputs(&dir, 3, 9, 70, 16, false);
+    let mut outs = Vec::new();
+    for devices in ["1", "2", "4"] {
+        let o = attend(&dir, &["--method", "sparf", "--devices", devices]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        outs.push(std::fs::read(dir.join("out.npy")).unwrap());
+    }
+    assert_eq!(outs[0], outs[1]);
+    assert_eq!(outs[0], outs[2]);
+}
+
+#[test]
+fn missing_file_exits_2_with_message() {
+    let dir = scratch("missing");
+    let o = attend(&dir, &["--method", "dense"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("k.npy"), "{e}");
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+}
+
+#[test]
+fn not_npy_exits_2() {
+    let dir = scratch("garbage");
+    inputs(&dir, 1, 1, 8, 8, false);
+    std::fs::write(dir.join("k.npy"), b"hello, not numpy").unwrap();
+    let o = attend(&dir, &["--method", "dense"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("bad magic"), "{}", stderr(&o));
+}
+
+#[test]
+fn bad_shapes_exit_2() {
+    let dir = scratch("shapes");
+    // q_heads not a multiple of kv_heads.
+    inputs(&dir, 2, 3, 8, 8, false);
+    let o = attend(&dir, &["--method", "dense"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("multiple"), "{}", stderr(&o));
+    // K of rank 2.
+    inputs(&dir, 1, 1, 8, 8, false);
+    write(&dir.join("k.npy"), vec![8, 8], vec![0.0; 64]);
+    let o = attend(&dir, &["--method", "dense"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("shape"), "{}", stderr(&o));
+    // Q width differs from K's.
+    inputs(&dir, 1, 1, 8, 8, false);
+    write(&dir.join("q.npy"), vec![1, 6], vec![0.0; 6]);
+    let o = attend(&dir, &["--method", "dense"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn bad_parameters_exit_2() {
+    let dir = scratch("params");
+    inputs(&dir, 1, 1, 16, 8, false);
+    for extra in [
+        &["--method", "sparf", "--r", "9"][..],
+        &["--method", "sparf", "--topk", "0"],
+        &["--method", "dense", "--devices", "0"],
+        &["--method", "dense", "--dim-group", "3"],
+        &["--method", "dense", "--page-size", "8192"],
+        &["--method", "bogus"],
+    ] {
+        let o = attend(&dir, extra);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", stderr(&o));
+        assert!(!stderr(&o).is_empty());
+    }
+}
+
+#[test]
+fn identify_prints_capabilities() {
+    let o = bin().args(["identify", "--json"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["page_size"], 4096);
+    let o = bin().args(["identify", "--page-size", "16384"]).output().unwrap();
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("16384"));
+}

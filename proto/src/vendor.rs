@@ -1,0 +1,861 @@
+//! The InstCSD vendor I/O command set: typed commands, their SQE encoding,
+//! strict parsers, and the payload layouts they imply.
+//!
+//! Every command goes to namespace [`VENDOR_NSID`] on an I/O queue.
+//! [`to_sqe`](VendorCommand::to_sqe) leaves the command id and the PRPs zero:
+//! the transport fills them. `parse` checks every field the command owns —
+//! opcode, fuse (0), PSDT (0, PRPs only), reserved cdw0 bits, `cdw2`, `cdw3`,
+//! `mptr`, every reserved bit of cdw10..cdw15 and every value range — and the
+//! firmware answers a parse error with [`ProtoError::status`] (normally
+//! INVALID_FIELD). The namespace id (INVALID_NAMESPACE) and the PRPs
+//! (checked while walking) are the firmware's business.
+//!
+//! CDW10 is NDT, the number of dwords of data, on every data-carrying
+//! command (must be ≥ 1) and reserved (zero) on the others. How many bytes a
+//! command carries depends on its sequence's [`SeqShape`]: `payload_bytes`
+//! computes it and `check_shape` (answered with SHAPE_MISMATCH) compares NDT,
+//! the layer and sparf's `r` against the shape.
+//!
+//! | opcode | command | dir | data |
+//! | --- | --- | --- | --- |
+//! | 80h | [`SeqOpen`] | none | — |
+//! | 84h | [`SeqClose`] | none | — |
+//! | 81h | [`KvAppend`] | host→dev | K `[kv_heads][tokens][head_dim]` f16, then V, same shape |
+//! | 85h | [`DecodeSubmit`] | host→dev | q `[kv_heads·group][head_dim]` f16, then with APPEND_KV k_new, v_new `[kv_heads][head_dim]` f16 |
+//! | 86h | [`DecodeFetch`] | dev→host | out `[kv_heads·group][head_dim]` i32 (Q17.14), then a [`DecodeReport`] |
+//!
+//! All element data is little-endian.
+
+use bytemuck::{Pod, Zeroable};
+use core::fmt;
+
+use crate::wire::{check_len, get_u32, get_u64, put_u32, put_u64};
+use crate::{Opcode, ProtoError, Sqe};
+
+/// Namespace id every vendor command is sent to.
+pub const VENDOR_NSID: u32 = 1;
+
+/// Largest supported `head_dim`.
+pub const MAX_HEAD_DIM: u16 = 256;
+/// Largest supported `dim_group` (m).
+pub const MAX_DIM_GROUP: u8 = 8;
+
+const fn field(v: u32, lo: u32, bits: u32) -> u32 {
+    (v >> lo) & ((1u32 << bits) - 1)
+}
+
+fn invalid(field: &'static str, value: impl Into<u64>) -> ProtoError {
+    ProtoError::InvalidField {
+        field,
+        value: value.into(),
+    }
+}
+
+fn reserved(field: &'static str, value: impl Into<u64>, mask: u64) -> Result<(), ProtoError> {
+    let value = value.into();
+    if value & mask == 0 {
+        Ok(())
+    } else {
+        Err(ProtoError::Reserved { field, value })
+    }
+}
+
+fn shape_check(
+    field: &'static str,
+    ok: bool,
+    expected: u64,
+    actual: u64,
+) -> Result<(), ProtoError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(ProtoError::ShapeMismatch {
+            field,
+            expected,
+            actual,
+        })
+    }
+}
+
+/// An SQE for `op` with the vendor namespace and everything else zero.
+fn base_sqe(op: Opcode) -> Sqe {
+    Sqe {
+        nsid: VENDOR_NSID,
+        ..Sqe::new(op)
+    }
+}
+
+/// Checks what all vendor commands share: opcode, cdw0 flags, cdw2/3, mptr.
+fn check_common(sqe: &Sqe, op: Opcode) -> Result<(), ProtoError> {
+    if sqe.opcode() != op {
+        return Err(ProtoError::WrongOpcode {
+            expected: op.0,
+            actual: sqe.opcode().0,
+        });
+    }
+    if sqe.fuse() != 0 {
+        return Err(invalid("fuse", sqe.fuse()));
+    }
+    if sqe.psdt() != 0 {
+        return Err(invalid("psdt", sqe.psdt()));
+    }
+    reserved("cdw0[13:10]", sqe.cdw0, 0xF << 10)?;
+    reserved("cdw2", sqe.cdw2, u64::MAX)?;
+    reserved("cdw3", sqe.cdw3, u64::MAX)?;
+    reserved("mptr", sqe.mptr, u64::MAX)
+}
+
+fn check_ndt(sqe: &Sqe) -> Result<u32, ProtoError> {
+    if sqe.cdw10 == 0 {
+        Err(invalid("ndt", 0u32))
+    } else {
+        Ok(sqe.cdw10)
+    }
+}
+
+fn ndt_of(bytes: u64) -> Result<u32, ProtoError> {
+    u32::try_from(bytes / 4).map_err(|_| invalid("ndt", bytes / 4))
+}
+
+/// The shape of a sequence's KV cache, fixed at [`SeqOpen`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SeqShape {
+    /// Transformer layers (≥ 1).
+    pub layers: u16,
+    /// KV heads per layer (≥ 1).
+    pub kv_heads: u8,
+    /// Query heads per KV head (GQA group size, ≥ 1).
+    pub group: u8,
+    /// Head dimension (even, `2..=256`).
+    pub head_dim: u16,
+    /// Dimension group `m` of the sparf filter (`1..=8`, divides `head_dim`).
+    pub dim_group: u8,
+}
+
+impl SeqShape {
+    /// Query heads: `kv_heads · group`.
+    pub const fn query_heads(&self) -> u32 {
+        self.kv_heads as u32 * self.group as u32
+    }
+
+    /// Checks every range [`SeqOpen::parse`] checks.
+    pub fn validate(&self) -> Result<(), ProtoError> {
+        if self.layers == 0 {
+            return Err(invalid("layers", 0u32));
+        }
+        if self.kv_heads == 0 {
+            return Err(invalid("kv_heads", 0u32));
+        }
+        if self.group == 0 {
+            return Err(invalid("group", 0u32));
+        }
+        let hd = self.head_dim;
+        if !(2..=MAX_HEAD_DIM).contains(&hd) || hd % 2 != 0 {
+            return Err(invalid("head_dim", hd));
+        }
+        let m = self.dim_group;
+        if m == 0 || m > MAX_DIM_GROUP || hd % m as u16 != 0 {
+            return Err(invalid("dim_group", m));
+        }
+        Ok(())
+    }
+}
+
+/// SEQ_OPEN (80h, no data): create sequence `seq` with a fixed shape.
+///
+/// cdw11 `seq`; cdw12 `layers` 0-15, `kv_heads` 16-23, `group` 24-31;
+/// cdw13 `head_dim` 0-15, `dim_group` 16-23, 24-31 reserved; cdw10, cdw14,
+/// cdw15 reserved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SeqOpen {
+    /// Sequence id chosen by the host.
+    pub seq: u32,
+    /// See [`SeqShape::layers`].
+    pub layers: u16,
+    /// See [`SeqShape::kv_heads`].
+    pub kv_heads: u8,
+    /// See [`SeqShape::group`].
+    pub group: u8,
+    /// See [`SeqShape::head_dim`].
+    pub head_dim: u16,
+    /// See [`SeqShape::dim_group`].
+    pub dim_group: u8,
+}
+
+impl SeqOpen {
+    /// Command opening `seq` with `shape`.
+    pub const fn new(seq: u32, shape: SeqShape) -> Self {
+        SeqOpen {
+            seq,
+            layers: shape.layers,
+            kv_heads: shape.kv_heads,
+            group: shape.group,
+            head_dim: shape.head_dim,
+            dim_group: shape.dim_group,
+        }
+    }
+
+    /// The shape this command opens.
+    pub const fn shape(&self) -> SeqShape {
+        SeqShape {
+            layers: self.layers,
+            kv_heads: self.kv_heads,
+            group: self.group,
+            head_dim: self.head_dim,
+            dim_group: self.dim_group,
+        }
+    }
+
+    /// Encodes (cid and PRPs zero).
+    pub fn to_sqe(&self) -> Sqe {
+        Sqe {
+            cdw11: self.seq,
+            cdw12: self.layers as u32 | (self.kv_heads as u32) << 16 | (self.group as u32) << 24,
+            cdw13: self.head_dim as u32 | (self.dim_group as u32) << 16,
+            ..base_sqe(Opcode::SEQ_OPEN)
+        }
+    }
+
+    /// Decodes and validates.
+    pub fn parse(sqe: &Sqe) -> Result<Self, ProtoError> {
+        check_common(sqe, Opcode::SEQ_OPEN)?;
+        reserved("cdw10", sqe.cdw10, u64::MAX)?;
+        reserved("cdw13[31:24]", sqe.cdw13, 0xFF00_0000)?;
+        reserved("cdw14", sqe.cdw14, u64::MAX)?;
+        reserved("cdw15", sqe.cdw15, u64::MAX)?;
+        let cmd = SeqOpen {
+            seq: sqe.cdw11,
+            layers: field(sqe.cdw12, 0, 16) as u16,
+            kv_heads: field(sqe.cdw12, 16, 8) as u8,
+            group: field(sqe.cdw12, 24, 8) as u8,
+            head_dim: field(sqe.cdw13, 0, 16) as u16,
+            dim_group: field(sqe.cdw13, 16, 8) as u8,
+        };
+        cmd.shape().validate()?;
+        Ok(cmd)
+    }
+}
+
+/// SEQ_CLOSE (84h, no data): close `seq` and release its flash.
+///
+/// cdw11 `seq`; cdw10, cdw12..cdw15 reserved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SeqClose {
+    /// Sequence id.
+    pub seq: u32,
+}
+
+impl SeqClose {
+    /// Encodes (cid and PRPs zero).
+    pub fn to_sqe(&self) -> Sqe {
+        Sqe {
+            cdw11: self.seq,
+            ..base_sqe(Opcode::SEQ_CLOSE)
+        }
+    }
+
+    /// Decodes and validates.
+    pub fn parse(sqe: &Sqe) -> Result<Self, ProtoError> {
+        check_common(sqe, Opcode::SEQ_CLOSE)?;
+        reserved("cdw10", sqe.cdw10, u64::MAX)?;
+        reserved("cdw12", sqe.cdw12, u64::MAX)?;
+        reserved("cdw13", sqe.cdw13, u64::MAX)?;
+        reserved("cdw14", sqe.cdw14, u64::MAX)?;
+        reserved("cdw15", sqe.cdw15, u64::MAX)?;
+        Ok(SeqClose { seq: sqe.cdw11 })
+    }
+}
+
+/// KV_APPEND (81h, host→device): append `tokens` K/V rows to one layer.
+///
+/// cdw10 NDT; cdw11 `seq`; cdw12 `layer` 0-15 (16-31 reserved); cdw13
+/// `first_pos`, which must equal the layer's current length (the device
+/// answers POSITION_MISMATCH for gaps or duplicates); cdw14 `tokens` (≥ 1);
+/// cdw15 reserved. Data: K `[kv_heads][tokens][head_dim]` f16, then V in the
+/// same shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KvAppend {
+    /// Sequence id.
+    pub seq: u32,
+    /// Layer index (`< layers`).
+    pub layer: u16,
+    /// Position of the first appended token.
+    pub first_pos: u32,
+    /// Tokens appended (≥ 1).
+    pub tokens: u32,
+    /// Data dwords (cdw10).
+    pub ndt: u32,
+}
+
+impl KvAppend {
+    /// Command with NDT computed from `shape`; fails if the payload exceeds
+    /// what NDT can express.
+    pub fn new(
+        seq: u32,
+        layer: u16,
+        first_pos: u32,
+        tokens: u32,
+        shape: &SeqShape,
+    ) -> Result<Self, ProtoError> {
+        let mut cmd = KvAppend {
+            seq,
+            layer,
+            first_pos,
+            tokens,
+            ndt: 0,
+        };
+        cmd.ndt = ndt_of(cmd.payload_bytes(shape.kv_heads, shape.head_dim))?;
+        Ok(cmd)
+    }
+
+    /// Payload bytes: `2 (K and V) · kv_heads · tokens · head_dim · 2`.
+    pub const fn payload_bytes(&self, kv_heads: u8, head_dim: u16) -> u64 {
+        4 * kv_heads as u64 * self.tokens as u64 * head_dim as u64
+    }
+
+    /// Checks `layer` and NDT against the sequence shape.
+    pub fn check_shape(&self, shape: &SeqShape) -> Result<(), ProtoError> {
+        shape_check(
+            "layer",
+            self.layer < shape.layers,
+            shape.layers as u64,
+            self.layer as u64,
+        )?;
+        let bytes = self.payload_bytes(shape.kv_heads, shape.head_dim);
+        shape_check(
+            "ndt",
+            self.ndt as u64 * 4 == bytes,
+            bytes / 4,
+            self.ndt as u64,
+        )
+    }
+
+    /// Encodes (cid and PRPs zero).
+    pub fn to_sqe(&self) -> Sqe {
+        Sqe {
+            cdw10: self.ndt,
+            cdw11: self.seq,
+            cdw12: self.layer as u32,
+            cdw13: self.first_pos,
+            cdw14: self.tokens,
+            ..base_sqe(Opcode::KV_APPEND)
+        }
+    }
+
+    /// Decodes and validates.
+    pub fn parse(sqe: &Sqe) -> Result<Self, ProtoError> {
+        check_common(sqe, Opcode::KV_APPEND)?;
+        let ndt = check_ndt(sqe)?;
+        reserved("cdw12[31:16]", sqe.cdw12, 0xFFFF_0000)?;
+        reserved("cdw15", sqe.cdw15, u64::MAX)?;
+        if sqe.cdw14 == 0 {
+            return Err(invalid("tokens", 0u32));
+        }
+        Ok(KvAppend {
+            seq: sqe.cdw11,
+            layer: field(sqe.cdw12, 0, 16) as u16,
+            first_pos: sqe.cdw13,
+            tokens: sqe.cdw14,
+            ndt,
+        })
+    }
+}
+
+/// Decode attention method (open: unknown values are representable, and
+/// rejected by the parsers with [`ProtoError::UnsupportedMethod`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Method(pub u8);
+
+impl Method {
+    /// Exact attention over every cached token.
+    pub const DENSE: Method = Method(0);
+    /// SparF: approximate scores from the top-`r` query dimensions, exact
+    /// attention over the top-`k` tokens plus the `local` most recent ones.
+    pub const SPARF: Method = Method(1);
+
+    /// One of the methods this protocol version defines.
+    pub const fn is_known(self) -> bool {
+        matches!(self, Self::DENSE | Self::SPARF)
+    }
+
+    /// Bit of this method in [`crate::CapabilityBlock::methods`] (0 if the
+    /// method number is 16 or more).
+    pub const fn bit(self) -> u16 {
+        match 1u16.checked_shl(self.0 as u32) {
+            Some(b) => b,
+            None => 0,
+        }
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::DENSE => f.write_str("dense"),
+            Self::SPARF => f.write_str("sparf"),
+            Method(m) => write!(f, "method {m}"),
+        }
+    }
+}
+
+/// DECODE_SUBMIT flags (cdw12 bits 24-31).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct DecodeFlags(pub u8);
+
+impl DecodeFlags {
+    /// No flags.
+    pub const NONE: DecodeFlags = DecodeFlags(0);
+    /// Store k_new/v_new at `position` before attending.
+    pub const APPEND_KV: DecodeFlags = DecodeFlags(1);
+    /// All defined bits.
+    pub const ALL: DecodeFlags = DecodeFlags(1);
+
+    /// APPEND_KV is set.
+    pub const fn append_kv(self) -> bool {
+        self.0 & Self::APPEND_KV.0 != 0
+    }
+}
+
+/// DECODE_SUBMIT (85h, host→device): run decode attention for one layer.
+///
+/// cdw10 NDT; cdw11 `seq`; cdw12 `layer` 0-15, `method` 16-23, `flags`
+/// 24-31; cdw13 `position`, the query token's position: with APPEND_KV it
+/// must equal the layer's current length (k_new/v_new are stored there
+/// first), without it must equal length − 1 (POSITION_MISMATCH otherwise);
+/// cdw14 `r` 0-15, `local` 16-31; cdw15 `k`. Dense: `r`, `local`, `k` zero.
+/// Sparf: `1 ≤ r ≤ head_dim`, `k ≥ 1`. Data: q `[kv_heads·group][head_dim]`
+/// f16, then with APPEND_KV k_new and v_new `[kv_heads][head_dim]` f16.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DecodeSubmit {
+    /// Sequence id.
+    pub seq: u32,
+    /// Layer index (`< layers`).
+    pub layer: u16,
+    /// Attention method.
+    pub method: Method,
+    /// Flags.
+    pub flags: DecodeFlags,
+    /// Position of the query token.
+    pub position: u32,
+    /// Sparf: query dimensions used for approximate scores.
+    pub r: u16,
+    /// Sparf: most recent tokens always attended.
+    pub local: u16,
+    /// Sparf: top tokens attended exactly.
+    pub k: u32,
+    /// Data dwords (cdw10).
+    pub ndt: u32,
+}
+
+impl DecodeSubmit {
+    /// Dense decode; NDT computed from `shape`.
+    pub fn dense(
+        seq: u32,
+        layer: u16,
+        position: u32,
+        flags: DecodeFlags,
+        shape: &SeqShape,
+    ) -> Self {
+        Self::with_method(seq, layer, Method::DENSE, flags, position, 0, 0, 0, shape)
+    }
+
+    /// Sparf decode; NDT computed from `shape`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn sparf(
+        seq: u32,
+        layer: u16,
+        position: u32,
+        flags: DecodeFlags,
+        r: u16,
+        local: u16,
+        k: u32,
+        shape: &SeqShape,
+    ) -> Self {
+        Self::with_method(
+            seq,
+            layer,
+            Method::SPARF,
+            flags,
+            position,
+            r,
+            local,
+            k,
+            shape,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn with_method(
+        seq: u32,
+        layer: u16,
+        method: Method,
+        flags: DecodeFlags,
+        position: u32,
+        r: u16,
+        local: u16,
+        k: u32,
+        shape: &SeqShape,
+    ) -> Self {
+        let mut cmd = DecodeSubmit {
+            seq,
+            layer,
+            method,
+            flags,
+            position,
+            r,
+            local,
+            k,
+            ndt: 0,
+        };
+        // At most (255·255·65535·2 + 4·255·65535) / 4 < 2^32: always fits.
+        cmd.ndt = (cmd.payload_bytes(shape) / 4) as u32;
+        cmd
+    }
+
+    /// Payload bytes: `query_heads · head_dim · 2`, plus
+    /// `2 · kv_heads · head_dim · 2` with APPEND_KV.
+    pub const fn payload_bytes(&self, shape: &SeqShape) -> u64 {
+        let hd = shape.head_dim as u64;
+        let q = shape.query_heads() as u64 * hd * 2;
+        if self.flags.append_kv() {
+            q + 4 * shape.kv_heads as u64 * hd
+        } else {
+            q
+        }
+    }
+
+    /// Checks `layer`, sparf's `r ≤ head_dim` and NDT against the shape.
+    pub fn check_shape(&self, shape: &SeqShape) -> Result<(), ProtoError> {
+        shape_check(
+            "layer",
+            self.layer < shape.layers,
+            shape.layers as u64,
+            self.layer as u64,
+        )?;
+        if self.method == Method::SPARF {
+            shape_check(
+                "r",
+                self.r <= shape.head_dim,
+                shape.head_dim as u64,
+                self.r as u64,
+            )?;
+        }
+        let bytes = self.payload_bytes(shape);
+        shape_check(
+            "ndt",
+            self.ndt as u64 * 4 == bytes,
+            bytes / 4,
+            self.ndt as u64,
+        )
+    }
+
+    /// Encodes (cid and PRPs zero).
+    pub fn to_sqe(&self) -> Sqe {
+        Sqe {
+            cdw10: self.ndt,
+            cdw11: self.seq,
+            cdw12: self.layer as u32 | (self.method.0 as u32) << 16 | (self.flags.0 as u32) << 24,
+            cdw13: self.position,
+            cdw14: self.r as u32 | (self.local as u32) << 16,
+            cdw15: self.k,
+            ..base_sqe(Opcode::DECODE_SUBMIT)
+        }
+    }
+
+    /// Decodes and validates.
+    pub fn parse(sqe: &Sqe) -> Result<Self, ProtoError> {
+        check_common(sqe, Opcode::DECODE_SUBMIT)?;
+        let ndt = check_ndt(sqe)?;
+        let method = Method(field(sqe.cdw12, 16, 8) as u8);
+        let flags = DecodeFlags(field(sqe.cdw12, 24, 8) as u8);
+        reserved("flags", flags.0, !DecodeFlags::ALL.0 as u64)?;
+        let cmd = DecodeSubmit {
+            seq: sqe.cdw11,
+            layer: field(sqe.cdw12, 0, 16) as u16,
+            method,
+            flags,
+            position: sqe.cdw13,
+            r: field(sqe.cdw14, 0, 16) as u16,
+            local: field(sqe.cdw14, 16, 16) as u16,
+            k: sqe.cdw15,
+            ndt,
+        };
+        match method {
+            Method::DENSE => {
+                if cmd.r != 0 {
+                    return Err(invalid("r", cmd.r));
+                }
+                if cmd.local != 0 {
+                    return Err(invalid("local", cmd.local));
+                }
+                if cmd.k != 0 {
+                    return Err(invalid("k", cmd.k));
+                }
+            }
+            Method::SPARF => {
+                if cmd.r == 0 || cmd.r > MAX_HEAD_DIM {
+                    return Err(invalid("r", cmd.r));
+                }
+                if cmd.k == 0 {
+                    return Err(invalid("k", 0u32));
+                }
+            }
+            Method(m) => return Err(ProtoError::UnsupportedMethod(m)),
+        }
+        Ok(cmd)
+    }
+}
+
+/// DECODE_FETCH (86h, device→host): read the result of the last
+/// DECODE_SUBMIT for (`seq`, `layer`).
+///
+/// cdw10 NDT; cdw11 `seq`; cdw12 `layer` 0-15 (16-31 reserved); cdw13..cdw15
+/// reserved. Data out: `[kv_heads·group][head_dim]` i32 (Q17.14 fixed point),
+/// then a 32-byte [`DecodeReport`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DecodeFetch {
+    /// Sequence id.
+    pub seq: u32,
+    /// Layer index (`< layers`).
+    pub layer: u16,
+    /// Data dwords (cdw10).
+    pub ndt: u32,
+}
+
+impl DecodeFetch {
+    /// Command with NDT computed from `shape`.
+    pub fn new(seq: u32, layer: u16, shape: &SeqShape) -> Self {
+        // At most (255·255·65535·4 + 32) / 4 < 2^32.
+        DecodeFetch {
+            seq,
+            layer,
+            ndt: (Self::payload_bytes(shape) / 4) as u32,
+        }
+    }
+
+    /// Output bytes: `query_heads · head_dim · 4 + 32`.
+    pub const fn payload_bytes(shape: &SeqShape) -> u64 {
+        shape.query_heads() as u64 * shape.head_dim as u64 * 4 + DecodeReport::SIZE as u64
+    }
+
+    /// Checks `layer` and NDT against the shape.
+    pub fn check_shape(&self, shape: &SeqShape) -> Result<(), ProtoError> {
+        shape_check(
+            "layer",
+            self.layer < shape.layers,
+            shape.layers as u64,
+            self.layer as u64,
+        )?;
+        let bytes = Self::payload_bytes(shape);
+        shape_check(
+            "ndt",
+            self.ndt as u64 * 4 == bytes,
+            bytes / 4,
+            self.ndt as u64,
+        )
+    }
+
+    /// Encodes (cid and PRPs zero).
+    pub fn to_sqe(&self) -> Sqe {
+        Sqe {
+            cdw10: self.ndt,
+            cdw11: self.seq,
+            cdw12: self.layer as u32,
+            ..base_sqe(Opcode::DECODE_FETCH)
+        }
+    }
+
+    /// Decodes and validates.
+    pub fn parse(sqe: &Sqe) -> Result<Self, ProtoError> {
+        check_common(sqe, Opcode::DECODE_FETCH)?;
+        let ndt = check_ndt(sqe)?;
+        reserved("cdw12[31:16]", sqe.cdw12, 0xFFFF_0000)?;
+        reserved("cdw13", sqe.cdw13, u64::MAX)?;
+        reserved("cdw14", sqe.cdw14, u64::MAX)?;
+        reserved("cdw15", sqe.cdw15, u64::MAX)?;
+        Ok(DecodeFetch {
+            seq: sqe.cdw11,
+            layer: field(sqe.cdw12, 0, 16) as u16,
+            ndt,
+        })
+    }
+}
+
+/// Per-decode statistics appended to DECODE_FETCH output (32 bytes, LE):
+/// `tokens_attended` 0, `pages_read` 4, `pages_skipped` 8, `reserved` 12,
+/// `engine_bytes` 16, `elements_filtered` 24.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Pod, Zeroable)]
+pub struct DecodeReport {
+    /// Tokens whose V rows entered the weighted sum.
+    pub tokens_attended: u32,
+    /// Flash pages read for this decode.
+    pub pages_read: u32,
+    /// Flash pages skipped thanks to sparse selection.
+    pub pages_skipped: u32,
+    /// Zero on the wire (padding).
+    pub reserved: u32,
+    /// Bytes streamed through the attention engine.
+    pub engine_bytes: u64,
+    /// Elements dropped by the sparf filter.
+    pub elements_filtered: u64,
+}
+
+const _: () = assert!(core::mem::size_of::<DecodeReport>() == DecodeReport::SIZE);
+
+impl DecodeReport {
+    /// Wire size in bytes.
+    pub const SIZE: usize = 32;
+
+    /// Little-endian wire encoding.
+    pub fn to_bytes(&self) -> [u8; 32] {
+        let mut b = [0u8; 32];
+        put_u32(&mut b, 0, self.tokens_attended);
+        put_u32(&mut b, 4, self.pages_read);
+        put_u32(&mut b, 8, self.pages_skipped);
+        put_u32(&mut b, 12, self.reserved);
+        put_u64(&mut b, 16, self.engine_bytes);
+        put_u64(&mut b, 24, self.elements_filtered);
+        b
+    }
+
+    /// Decodes exactly 32 bytes.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, ProtoError> {
+        check_len(bytes, Self::SIZE)?;
+        Ok(DecodeReport {
+            tokens_attended: get_u32(bytes, 0),
+            pages_read: get_u32(bytes, 4),
+            pages_skipped: get_u32(bytes, 8),
+            reserved: get_u32(bytes, 12),
+            engine_bytes: get_u64(bytes, 16),
+            elements_filtered: get_u64(bytes, 24),
+        })
+    }
+}
+
+/// Any InstCSD vendor command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum VendorCommand {
+    /// SEQ_OPEN.
+    SeqOpen(SeqOpen),
+    /// SEQ_CLOSE.
+    SeqClose(SeqClose),
+    /// KV_APPEND.
+    KvAppend(KvAppend),
+    /// DECODE_SUBMIT.
+    DecodeSubmit(DecodeSubmit),
+    /// DECODE_FETCH.
+    DecodeFetch(DecodeFetch),
+}
+
+impl VendorCommand {
+    /// Decodes by opcode ([`ProtoError::UnknownOpcode`] for any other) and
+    /// validates.
+    pub fn parse(sqe: &Sqe) -> Result<Self, ProtoError> {
+        Ok(match sqe.opcode() {
+            Opcode::SEQ_OPEN => Self::SeqOpen(SeqOpen::parse(sqe)?),
+            Opcode::SEQ_CLOSE => Self::SeqClose(SeqClose::parse(sqe)?),
+            Opcode::KV_APPEND => Self::KvAppend(KvAppend::parse(sqe)?),
+            Opcode::DECODE_SUBMIT => Self::DecodeSubmit(DecodeSubmit::parse(sqe)?),
+            Opcode::DECODE_FETCH => Self::DecodeFetch(DecodeFetch::parse(sqe)?),
+            Opcode(op) => return Err(ProtoError::UnknownOpcode(op)),
+        })
+    }
+
+    /// Encodes (cid and PRPs zero).
+    pub fn to_sqe(&self) -> Sqe {
+        match self {
+            Self::SeqOpen(c) => c.to_sqe(),
+            Self::SeqClose(c) => c.to_sqe(),
+            Self::KvAppend(c) => c.to_sqe(),
+            Self::DecodeSubmit(c) => c.to_sqe(),
+            Self::DecodeFetch(c) => c.to_sqe(),
+        }
+    }
+
+    /// The command's opcode.
+    pub const fn opcode(&self) -> Opcode {
+        match self {
+            Self::SeqOpen(_) => Opcode::SEQ_OPEN,
+            Self::SeqClose(_) => Opcode::SEQ_CLOSE,
+            Self::KvAppend(_) => Opcode::KV_APPEND,
+            Self::DecodeSubmit(_) => Opcode::DECODE_SUBMIT,
+            Self::DecodeFetch(_) => Opcode::DECODE_FETCH,
+        }
+    }
+
+    /// The sequence id the command addresses.
+    pub const fn seq(&self) -> u32 {
+        match self {
+            Self::SeqOpen(c) => c.seq,
+            Self::SeqClose(c) => c.seq,
+            Self::KvAppend(c) => c.seq,
+            Self::DecodeSubmit(c) => c.seq,
+            Self::DecodeFetch(c) => c.seq,
+        }
+    }
+
+    /// NDT (cdw10), 0 for commands without data.
+    pub const fn ndt(&self) -> u32 {
+        match self {
+            Self::SeqOpen(_) | Self::SeqClose(_) => 0,
+            Self::KvAppend(c) => c.ndt,
+            Self::DecodeSubmit(c) => c.ndt,
+            Self::DecodeFetch(c) => c.ndt,
+        }
+    }
+
+    /// Data bytes when they follow from the command alone (`Some(0)` for
+    /// SEQ_OPEN/SEQ_CLOSE); `None` when they depend on the sequence shape —
+    /// use the commands' `payload_bytes` and `check_shape`.
+    pub const fn expected_data_bytes(&self) -> Option<u64> {
+        match self {
+            Self::SeqOpen(_) | Self::SeqClose(_) => Some(0),
+            _ => None,
+        }
+    }
+
+    /// Checks the command against its sequence's shape (always `Ok` for
+    /// SEQ_OPEN/SEQ_CLOSE).
+    pub fn check_shape(&self, shape: &SeqShape) -> Result<(), ProtoError> {
+        match self {
+            Self::SeqOpen(_) | Self::SeqClose(_) => Ok(()),
+            Self::KvAppend(c) => c.check_shape(shape),
+            Self::DecodeSubmit(c) => c.check_shape(shape),
+            Self::DecodeFetch(c) => c.check_shape(shape),
+        }
+    }
+}
+
+impl From<SeqOpen> for VendorCommand {
+    fn from(c: SeqOpen) -> Self {
+        Self::SeqOpen(c)
+    }
+}
+
+impl From<SeqClose> for VendorCommand {
+    fn from(c: SeqClose) -> Self {
+        Self::SeqClose(c)
+    }
+}
+
+impl From<KvAppend> for VendorCommand {
+    fn from(c: KvAppend) -> Self {
+        Self::KvAppend(c)
+    }
+}
+
+impl From<DecodeSubmit> for VendorCommand {
+    fn from(c: DecodeSubmit) -> Self {
+        Self::DecodeSubmit(c)
+    }
+}
+
+impl From<DecodeFetch> for VendorCommand {
+    fn from(c: DecodeFetch) -> Self {
+        Self::DecodeFetch(c)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,64 @@
+//! `cargo xtask …`: project tasks that are more than one cargo call.
+//!
+//! - `cargo xtask firmware` — builds the device core for the ARM cores of
+//!   the OpenSSD boards (`armv7a-none-eabi`: Cosmos+ Cortex-A9,
+//!   `aarch64-unknown-none`: Daisyplus Cortex-A53).
+//! - `cargo xtask ci` — what CI runs: formatting, clippy, the test suite
+//!   (the README's test command) and the firmware cross-builds.
+#![forbid(unsafe_code)]
+
+use std::process::{Command, ExitCode};
+
+/// The bare-metal targets the firmware must build for.
+const FIRMWARE_TARGETS: [&str; 2] = ["armv7a-none-eabi", "aarch64-unknown-none"];
+
+/// Crates that are `no_std` and must cross-build.
+const NO_STD_CRATES: [&str; 4] = ["proto", "attention", "ftl", "firmware"];
+
+fn cargo(args: &[&str]) -> Result<(), String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    eprintln!("$ cargo {}", args.join(" "));
+    let status = Command::new(cargo)
+        .args(args)
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`cargo {}` failed ({status})", args.join(" ")))
+    }
+}
+
+fn firmware() -> Result<(), String> {
+    for target in FIRMWARE_TARGETS {
+        let mut args = vec!["build", "--release", "--target", target];
+        for c in NO_STD_CRATES {
+            args.extend(["-p", c]);
+        }
+        cargo(&args)?;
+    }
+    Ok(())
+}
+
+fn ci() -> Result<(), String> {
+    cargo(&["fmt", "--all", "--", "--check"])?;
+    cargo(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])?;
+    cargo(&["test", "--workspace"])?;
+    firmware()
+}
+
+fn main() -> ExitCode {
+    let task = std::env::args().nth(1);
+    let result = match task.as_deref() {
+        Some("firmware") => firmware(),
+        Some("ci") => ci(),
+        _ => Err("usage: cargo xtask <firmware|ci>".into()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
