@@ -161,6 +161,12 @@ fn seq_open(st: &mut State, c: &SeqOpen) -> Handled {
     {
         return Err(Status::INVALID_FIELD.into());
     }
+    // The NFC filter addresses at most MAX_FILTER_ROWS tokens per page: a
+    // head dim so small that a page holds more tokens is refused.
+    let tokens_per_page = st.ftl.geometry().page_size / (2 * u32::from(shape.head_dim));
+    if tokens_per_page as usize > crate::hal::MAX_FILTER_ROWS {
+        return Err(Status::INVALID_FIELD.into());
+    }
     if st.sequences.find(c.seq).is_some() {
         return Err(Status::SEQ_EXISTS.into());
     }

@@ -53,9 +53,14 @@ impl<T: Transport> CsdArray<T> {
     /// An array over `devices` (at least one).
     pub fn new(devices: Vec<Csd<T>>) -> Result<Self, CsdError> {
         if devices.is_empty() {
-            return Err(CsdError::InvalidArgument("an array needs at least one device".into()));
+            return Err(CsdError::InvalidArgument(
+                "an array needs at least one device".into(),
+            ));
         }
-        Ok(Self { devices, seqs: HashMap::new() })
+        Ok(Self {
+            devices,
+            seqs: HashMap::new(),
+        })
     }
 
     /// The devices.
@@ -95,7 +100,10 @@ impl<T: Transport> CsdArray<T> {
                 continue;
             }
             // Fits: a sub-range of a u8 count.
-            let part = SeqShape { kv_heads: r.len() as u8, ..shape };
+            let part = SeqShape {
+                kv_heads: r.len() as u8,
+                ..shape
+            };
             if let Err(e) = self.devices[i].open(seq, part) {
                 for (j, r) in ranges[..i].iter().enumerate() {
                     if !r.is_empty() {
@@ -112,7 +120,10 @@ impl<T: Transport> CsdArray<T> {
 
     /// Closes `seq` on every device that holds part of it.
     pub fn close(&mut self, seq: u32) -> Result<(), CsdError> {
-        let (_, ranges) = self.seqs.remove(&seq).ok_or(CsdError::UnknownSequence(seq))?;
+        let (_, ranges) = self
+            .seqs
+            .remove(&seq)
+            .ok_or(CsdError::UnknownSequence(seq))?;
         let mut first_err = None;
         for (dev, r) in self.devices.iter_mut().zip(&ranges) {
             if !r.is_empty() {
@@ -125,11 +136,22 @@ impl<T: Transport> CsdArray<T> {
     }
 
     /// Appends tokens to one layer: `k`, `v` fp16 `[kv_heads][n][d]`.
-    pub fn append(&mut self, seq: u32, layer: u16, first_pos: u32, k: &[u16], v: &[u16]) -> Result<(), CsdError> {
+    pub fn append(
+        &mut self,
+        seq: u32,
+        layer: u16,
+        first_pos: u32,
+        k: &[u16],
+        v: &[u16],
+    ) -> Result<(), CsdError> {
         let (shape, ranges) = self.seq(seq)?;
         let row = usize::from(shape.kv_heads) * usize::from(shape.head_dim);
         if k.is_empty() || k.len() % row != 0 || v.len() != k.len() {
-            return Err(CsdError::Length { what: "k/v", expected: row.max(k.len() / row * row), actual: v.len().min(k.len()) });
+            return Err(CsdError::Length {
+                what: "k/v",
+                expected: row.max(k.len() / row * row),
+                actual: v.len().min(k.len()),
+            });
         }
         let per_head = k.len() / usize::from(shape.kv_heads);
         for (dev, r) in self.devices.iter_mut().zip(&ranges) {
@@ -149,13 +171,21 @@ impl<T: Transport> CsdArray<T> {
         let g = usize::from(shape.group);
         let q_len = usize::from(shape.kv_heads) * g * d;
         if req.q.len() != q_len {
-            return Err(CsdError::Length { what: "q", expected: q_len, actual: req.q.len() });
+            return Err(CsdError::Length {
+                what: "q",
+                expected: q_len,
+                actual: req.q.len(),
+            });
         }
         if let Some((k, v)) = req.kv_new {
             let kv_len = usize::from(shape.kv_heads) * d;
             for (what, buf) in [("k_new", k), ("v_new", v)] {
                 if buf.len() != kv_len {
-                    return Err(CsdError::Length { what, expected: kv_len, actual: buf.len() });
+                    return Err(CsdError::Length {
+                        what,
+                        expected: kv_len,
+                        actual: buf.len(),
+                    });
                 }
             }
         }
@@ -165,8 +195,11 @@ impl<T: Transport> CsdArray<T> {
                 continue;
             }
             let q = &req.q[r.start * g * d..r.end * g * d];
-            let kv = req.kv_new.map(|(k, v)| (&k[r.start * d..r.end * d], &v[r.start * d..r.end * d]));
-            match self.devices[i].submit_decode(req.seq, req.layer, req.position, q, kv, req.method) {
+            let kv = req
+                .kv_new
+                .map(|(k, v)| (&k[r.start * d..r.end * d], &v[r.start * d..r.end * d]));
+            match self.devices[i].submit_decode(req.seq, req.layer, req.position, q, kv, req.method)
+            {
                 Ok(t) => parts.push((i, t)),
                 Err(e) => {
                     // Already-submitted parts must still be drained.
@@ -228,7 +261,10 @@ impl<T: Transport> CsdArray<T> {
     }
 
     /// Submits every request, then fetches them all.
-    pub fn decode_batch(&mut self, reqs: &[ArrayDecode<'_>]) -> Result<Vec<DecodeOutput>, CsdError> {
+    pub fn decode_batch(
+        &mut self,
+        reqs: &[ArrayDecode<'_>],
+    ) -> Result<Vec<DecodeOutput>, CsdError> {
         let mut tickets = Vec::with_capacity(reqs.len());
         for r in reqs {
             match self.submit_decode(r) {
@@ -253,14 +289,21 @@ impl<T: Transport> CsdArray<T> {
     }
 
     fn seq(&self, seq: u32) -> Result<(SeqShape, Vec<Range<usize>>), CsdError> {
-        self.seqs.get(&seq).cloned().ok_or(CsdError::UnknownSequence(seq))
+        self.seqs
+            .get(&seq)
+            .cloned()
+            .ok_or(CsdError::UnknownSequence(seq))
     }
 }
 
 /// Concatenates per-device outputs (already in device = head order) and
 /// sums their reports (`tokens_attended` is per head group: the maximum).
 fn merge(parts: Vec<(usize, DecodeOutput)>) -> DecodeOutput {
-    let mut out = DecodeOutput { out: Vec::new(), raw: Vec::new(), report: DecodeReport::default() };
+    let mut out = DecodeOutput {
+        out: Vec::new(),
+        raw: Vec::new(),
+        report: DecodeReport::default(),
+    };
     for (_, p) in parts {
         out.out.extend_from_slice(&p.out);
         out.raw.extend_from_slice(&p.raw);
@@ -273,3 +316,6 @@ fn merge(parts: Vec<(usize, DecodeOutput)>) -> DecodeOutput {
     }
     out
 }
+
+#[cfg(test)]
+mod tests;

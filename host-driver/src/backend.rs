@@ -41,7 +41,9 @@ impl ModelShape {
     /// Checks that every count is positive and `q_heads` divides evenly.
     pub fn validate(&self) -> Result<(), BackendError> {
         if self.layers == 0 || self.kv_heads == 0 || self.head_dim == 0 || self.q_heads == 0 {
-            return Err(BackendError::Shape(format!("{self:?} has a zero dimension")));
+            return Err(BackendError::Shape(format!(
+                "{self:?} has a zero dimension"
+            )));
         }
         if self.q_heads % self.kv_heads != 0 {
             return Err(BackendError::Shape(format!(
@@ -93,5 +95,10 @@ pub fn round_f16(x: f32) -> f32 {
 
 /// fp16 bit patterns of `xs`.
 pub fn to_f16_bits(xs: &[f32]) -> Vec<u16> {
-    xs.iter().map(|&x| half::f16::from_f32(x).to_bits()).collect()
+    xs.iter()
+        .map(|&x| half::f16::from_f32(x).to_bits())
+        .collect()
 }
+
+#[cfg(test)]
+mod tests;

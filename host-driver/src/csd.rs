@@ -15,35 +15,25 @@
 //! fetch anything.
 
 mod error;
+mod identify;
 pub mod payload;
+mod reply;
 
 pub use error::CsdError;
+pub use identify::DeviceInfo;
+
+use identify::identify;
+use reply::{bad_reply, check_status, parse_fetch};
 
 use std::collections::HashMap;
 
 use attention::shape::Method;
 use proto::{
-    CapabilityBlock, DecodeFetch, DecodeFlags, DecodeReport, DecodeSubmit, IdentifyController,
-    KvAppend, SeqClose, SeqOpen, SeqShape, StatsLog, Status,
+    DecodeFetch, DecodeFlags, DecodeReport, DecodeSubmit, KvAppend, SeqClose, SeqOpen, SeqShape,
+    StatsLog,
 };
 
 use crate::transport::{DeviceTime, IoData, IoRequest, IoResult, Transport};
-
-/// What Identify says about the device.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DeviceInfo {
-    /// The InstCSD capability block.
-    pub caps: CapabilityBlock,
-    /// Model number.
-    pub model: String,
-    /// Serial number.
-    pub serial: String,
-    /// Firmware revision.
-    pub firmware: String,
-    /// Largest data transfer of one command in bytes (the smaller of the
-    /// NVMe MDTS field and the capability block's `mdts_bytes`).
-    pub max_transfer: usize,
-}
 
 /// A decode in flight on one device.
 #[derive(Debug)]
@@ -97,7 +87,6 @@ pub struct Csd<T: Transport> {
     done: HashMap<u16, IoResult>,
 }
 
-const IDENTIFY: &str = "Identify";
 const GET_LOG_PAGE: &str = "Get Log Page";
 
 impl<T: Transport> Csd<T> {
@@ -105,7 +94,12 @@ impl<T: Transport> Csd<T> {
     /// [`CsdError::NotInstCsd`] for a plain NVMe drive.
     pub fn new(mut transport: T) -> Result<Self, CsdError> {
         let info = identify(&mut transport)?;
-        Ok(Self { transport, info, seqs: HashMap::new(), done: HashMap::new() })
+        Ok(Self {
+            transport,
+            info,
+            seqs: HashMap::new(),
+            done: HashMap::new(),
+        })
     }
 
     /// Identify data read at construction.
@@ -175,15 +169,30 @@ impl<T: Transport> Csd<T> {
     /// bits `[kv_heads][n][d]`. Split into KV_APPEND commands under the
     /// device's transfer limit, each with its own head-major payload, sent
     /// in order (each waits for the previous: positions must not race).
-    pub fn append(&mut self, seq: u32, layer: u16, first_pos: u32, k: &[u16], v: &[u16]) -> Result<(), CsdError> {
+    pub fn append(
+        &mut self,
+        seq: u32,
+        layer: u16,
+        first_pos: u32,
+        k: &[u16],
+        v: &[u16],
+    ) -> Result<(), CsdError> {
         let shape = self.shape_of(seq)?;
         let (heads, d) = (usize::from(shape.kv_heads), usize::from(shape.head_dim));
         let row = heads * d;
         if k.len() % row != 0 || k.is_empty() {
-            return Err(CsdError::Length { what: "k", expected: (k.len() / row).max(1) * row, actual: k.len() });
+            return Err(CsdError::Length {
+                what: "k",
+                expected: (k.len() / row).max(1) * row,
+                actual: k.len(),
+            });
         }
         if v.len() != k.len() {
-            return Err(CsdError::Length { what: "v", expected: k.len(), actual: v.len() });
+            return Err(CsdError::Length {
+                what: "v",
+                expected: k.len(),
+                actual: v.len(),
+            });
         }
         let n = k.len() / row;
         let per_token = 4 * row;
@@ -227,18 +236,25 @@ impl<T: Transport> Csd<T> {
         let d = usize::from(shape.head_dim);
         let q_len = shape.query_heads() as usize * d;
         check_len("q", q_len, q.len())?;
-        let flags = if kv_new.is_some() { DecodeFlags::APPEND_KV } else { DecodeFlags::NONE };
+        let flags = if kv_new.is_some() {
+            DecodeFlags::APPEND_KV
+        } else {
+            DecodeFlags::NONE
+        };
         let cmd = match method {
             Method::Dense => DecodeSubmit::dense(seq, layer, position, flags, &shape),
             Method::SparF(p) => {
-                p.validate(d).map_err(|e| CsdError::InvalidArgument(e.to_string()))?;
+                p.validate(d)
+                    .map_err(|e| CsdError::InvalidArgument(e.to_string()))?;
                 let r = u16::try_from(p.r).map_err(|_| arg(format!("r = {} too large", p.r)))?;
                 let local = u16::try_from(p.local)
                     .map_err(|_| arg(format!("local = {} exceeds {}", p.local, u16::MAX)))?;
                 let k = u32::try_from(p.k).map_err(|_| arg(format!("k = {} exceeds u32", p.k)))?;
                 DecodeSubmit::sparf(seq, layer, position, flags, r, local, k, &shape)
             }
-            Method::SparQ(_) => return Err(arg("the device runs dense and SparF only, not SparQ".into())),
+            Method::SparQ(_) => {
+                return Err(arg("the device runs dense and SparF only, not SparQ".into()));
+            }
         };
         let mut data = Vec::with_capacity(cmd.payload_bytes(&shape) as usize);
         payload::put_f16(&mut data, q);
@@ -249,8 +265,17 @@ impl<T: Transport> Csd<T> {
             payload::put_f16(&mut data, k);
             payload::put_f16(&mut data, v);
         }
-        let cid = self.transport.submit(IoRequest { sqe: cmd.to_sqe(), data: IoData::ToDevice(data) })?;
-        Ok(Ticket { seq, layer, cid, shape, tokens: u64::from(position) + 1 })
+        let cid = self.transport.submit(IoRequest {
+            sqe: cmd.to_sqe(),
+            data: IoData::ToDevice(data),
+        })?;
+        Ok(Ticket {
+            seq,
+            layer,
+            cid,
+            shape,
+            tokens: u64::from(position) + 1,
+        })
     }
 
     /// Waits for the submits of `tickets` and queues their DECODE_FETCH
@@ -276,7 +301,10 @@ impl<T: Transport> Csd<T> {
         for t in tickets {
             let cmd = DecodeFetch::new(t.seq, t.layer, &t.shape);
             let len = DecodeFetch::payload_bytes(&t.shape) as usize;
-            match self.transport.submit(IoRequest { sqe: cmd.to_sqe(), data: IoData::FromDevice(len) }) {
+            match self.transport.submit(IoRequest {
+                sqe: cmd.to_sqe(),
+                data: IoData::FromDevice(len),
+            }) {
                 Ok(cid) => items.push((cid, t)),
                 Err(e) => {
                     self.abandon(items.iter().map(|(c, _)| *c));
@@ -316,15 +344,24 @@ impl<T: Transport> Csd<T> {
     /// Fetches one decode.
     pub fn fetch(&mut self, ticket: Ticket) -> Result<DecodeOutput, CsdError> {
         let mut v = self.fetch_many(vec![ticket])?;
-        v.pop().ok_or_else(|| bad_reply("DECODE_FETCH", "no result".into()))
+        v.pop()
+            .ok_or_else(|| bad_reply("DECODE_FETCH", "no result".into()))
     }
 
     fn shape_of(&self, seq: u32) -> Result<SeqShape, CsdError> {
-        self.seqs.get(&seq).copied().ok_or(CsdError::UnknownSequence(seq))
+        self.seqs
+            .get(&seq)
+            .copied()
+            .ok_or(CsdError::UnknownSequence(seq))
     }
 
     /// Submits one I/O command and waits for it; a non-success status is an error.
-    fn run_io(&mut self, sqe: proto::Sqe, data: IoData, command: &'static str) -> Result<IoResult, CsdError> {
+    fn run_io(
+        &mut self,
+        sqe: proto::Sqe,
+        data: IoData,
+        command: &'static str,
+    ) -> Result<IoResult, CsdError> {
         let cid = self.transport.submit(IoRequest { sqe, data })?;
         let res = self.wait(cid)?;
         check_status(&res, command)?;
@@ -351,73 +388,16 @@ impl<T: Transport> Csd<T> {
     }
 }
 
-fn identify<T: Transport>(transport: &mut T) -> Result<DeviceInfo, CsdError> {
-    let req = IoRequest {
-        sqe: proto::identify_controller(),
-        data: IoData::FromDevice(IdentifyController::SIZE),
-    };
-    let res = transport.admin(req)?;
-    check_status(&res, IDENTIFY)?;
-    let id = IdentifyController::from_bytes(&res.data).map_err(|e| bad_reply(IDENTIFY, e.to_string()))?;
-    let caps = *id.instcsd().map_err(|_| CsdError::NotInstCsd)?;
-    // MDTS is a power of two in 4 KiB units (0: no limit).
-    let nvme_limit = match id.mdts {
-        0 => usize::MAX,
-        n => 4096usize.checked_shl(u32::from(n)).unwrap_or(usize::MAX),
-    };
-    let cap_limit = match caps.mdts_bytes {
-        0 => usize::MAX,
-        n => n as usize,
-    };
-    let max_transfer = nvme_limit.min(cap_limit).min(proto::prp::MAX_LEN);
-    Ok(DeviceInfo {
-        caps,
-        model: id.model().to_string(),
-        serial: id.serial().to_string(),
-        firmware: id.firmware().to_string(),
-        max_transfer,
-    })
-}
-
-/// Validates a DECODE_FETCH reply against the ticket's shape.
-fn parse_fetch(res: &IoResult, t: &Ticket) -> Result<DecodeOutput, CsdError> {
-    const CMD: &str = "DECODE_FETCH";
-    check_status(res, CMD)?;
-    let n = t.shape.query_heads() as usize * usize::from(t.shape.head_dim);
-    let expected = n * 4 + DecodeReport::SIZE;
-    if res.data.len() != expected {
-        return Err(bad_reply(CMD, format!("{} bytes, expected {expected}", res.data.len())));
-    }
-    let (body, tail) = res.data.split_at(n * 4);
-    let report = DecodeReport::from_bytes(tail).map_err(|e| bad_reply(CMD, e.to_string()))?;
-    if report.reserved != 0 {
-        return Err(bad_reply(CMD, format!("report reserved field is {:#x}", report.reserved)));
-    }
-    if u64::from(report.tokens_attended) > t.tokens || report.tokens_attended == 0 {
-        return Err(bad_reply(
-            CMD,
-            format!("report says {} tokens attended, layer holds {}", report.tokens_attended, t.tokens),
-        ));
-    }
-    let raw = payload::get_i32s(body);
-    if let Some(x) = raw.iter().find(|x| x.unsigned_abs() > attention::engine::FX_MAX as u32) {
-        return Err(bad_reply(CMD, format!("output value {x} outside the fp16 range")));
-    }
-    let out = raw.iter().map(|&x| attention::engine::fx_to_f32(x)).collect();
-    Ok(DecodeOutput { out, raw, report })
-}
-
-fn check_status(res: &IoResult, command: &'static str) -> Result<(), CsdError> {
-    let status: Status = res.cqe.status();
-    if status.is_success() { Ok(()) } else { Err(CsdError::Status { status, command }) }
-}
-
 fn check_len(what: &'static str, expected: usize, actual: usize) -> Result<(), CsdError> {
-    if expected == actual { Ok(()) } else { Err(CsdError::Length { what, expected, actual }) }
-}
-
-fn bad_reply(command: &'static str, reason: String) -> CsdError {
-    CsdError::BadReply { command, reason }
+    if expected == actual {
+        Ok(())
+    } else {
+        Err(CsdError::Length {
+            what,
+            expected,
+            actual,
+        })
+    }
 }
 
 fn arg(msg: String) -> CsdError {

@@ -5,7 +5,7 @@
 //! | --- | --- |
 //! | [`transport`] | moving SQEs, data and CQEs to a device ([`transport::SimTransport`]) |
 //! | [`csd`] | one device in InstCSD terms: identify, sequences, KV append, decode |
-//! | [`array`] | several devices sharding the KV heads of each sequence |
+//! | [`array`](mod@array) | several devices sharding the KV heads of each sequence |
 //! | [`backend`] | the model-facing [`backend::AttentionBackend`]: in-storage or host reference |
 //! | [`npy`] | NumPy `.npy` files (the CLI's array format) |
 //! | [`run`] | the CLI's jobs as library functions: attend, demo, bench |

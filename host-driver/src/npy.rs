@@ -5,7 +5,7 @@
 //! order, any rank (a rank-0 array holds one element). Everything else is a
 //! typed [`NpyError`], never a panic: the files come from outside.
 //!
-//! The header is a Python dict literal; [`header`] holds its small parser.
+//! The header is a Python dict literal; the private `header` module holds its small parser.
 
 mod header;
 
@@ -125,13 +125,19 @@ impl NpyArray {
     /// An f32 array; fails if `data.len()` does not match `shape`.
     pub fn from_f32(shape: Vec<usize>, data: Vec<f32>) -> Result<Self, NpyError> {
         check_count(&shape, data.len(), DType::F32)?;
-        Ok(Self { shape, data: NpyData::F32(data) })
+        Ok(Self {
+            shape,
+            data: NpyData::F32(data),
+        })
     }
 
     /// An fp16 array (bit patterns); fails if `data.len()` does not match `shape`.
     pub fn from_f16_bits(shape: Vec<usize>, data: Vec<u16>) -> Result<Self, NpyError> {
         check_count(&shape, data.len(), DType::F16)?;
-        Ok(Self { shape, data: NpyData::F16(data) })
+        Ok(Self {
+            shape,
+            data: NpyData::F16(data),
+        })
     }
 
     /// The element type.
@@ -158,7 +164,10 @@ impl NpyArray {
     /// The elements as f32 (fp16 widened exactly).
     pub fn to_f32(&self) -> Vec<f32> {
         match &self.data {
-            NpyData::F16(v) => v.iter().map(|&b| half::f16::from_bits(b).to_f32()).collect(),
+            NpyData::F16(v) => v
+                .iter()
+                .map(|&b| half::f16::from_bits(b).to_f32())
+                .collect(),
             NpyData::F32(v) => v.clone(),
         }
     }
@@ -182,7 +191,11 @@ impl NpyArray {
         let (header_len, rest) = match major {
             1 => match rest {
                 [a, b, rest @ ..] => (usize::from(u16::from_le_bytes([*a, *b])), rest),
-                _ => return Err(NpyError::Truncated { what: "header length" }),
+                _ => {
+                    return Err(NpyError::Truncated {
+                        what: "header length",
+                    });
+                }
             },
             2 | 3 => match rest {
                 [a, b, c, d, rest @ ..] => {
@@ -191,9 +204,18 @@ impl NpyArray {
                         .map_err(|_| NpyError::BadHeader("header length too large".into()))?;
                     (len, rest)
                 }
-                _ => return Err(NpyError::Truncated { what: "header length" }),
+                _ => {
+                    return Err(NpyError::Truncated {
+                        what: "header length",
+                    });
+                }
             },
-            _ => return Err(NpyError::UnsupportedVersion { major: *major, minor: *minor }),
+            _ => {
+                return Err(NpyError::UnsupportedVersion {
+                    major: *major,
+                    minor: *minor,
+                });
+            }
         };
         if rest.len() < header_len {
             return Err(NpyError::Truncated { what: "header" });
@@ -214,11 +236,16 @@ impl NpyArray {
             if body.len() < expected {
                 return Err(NpyError::Truncated { what: "data" });
             }
-            return Err(NpyError::SizeMismatch { expected, actual: body.len() });
+            return Err(NpyError::SizeMismatch {
+                expected,
+                actual: body.len(),
+            });
         }
         let data = match dtype {
             DType::F16 => NpyData::F16(
-                body.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect(),
+                body.chunks_exact(2)
+                    .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                    .collect(),
             ),
             DType::F32 => NpyData::F32(
                 body.chunks_exact(4)
@@ -226,7 +253,10 @@ impl NpyArray {
                     .collect(),
             ),
         };
-        Ok(Self { shape: h.shape, data })
+        Ok(Self {
+            shape: h.shape,
+            data,
+        })
     }
 
     /// Encodes the array as a version 1.0 file (2.0 if the header needs it).
@@ -256,8 +286,12 @@ impl NpyArray {
         out.resize(total - 1, b' ');
         out.push(b'\n');
         match &self.data {
-            NpyData::F16(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-            NpyData::F32(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            NpyData::F16(v) => v
+                .iter()
+                .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            NpyData::F32(v) => v
+                .iter()
+                .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
         }
         out
     }

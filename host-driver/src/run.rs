@@ -5,7 +5,7 @@
 //! | --- | --- |
 //! | [`attend`] | one decode step on `.npy` inputs, with the step's device counters |
 //! | [`demo`] | a multi-layer, multi-sequence decode loop checked against the host reference |
-//! | [`bench`] | host dense vs in-storage dense vs in-storage SparF |
+//! | [`bench`](mod@bench) | host dense vs in-storage dense vs in-storage SparF |
 //! | [`sim`] | building arrays of simulated drives and measuring one phase on them |
 //!
 //! Every job reports **wall** time (host clock) and **virtual** time (the
@@ -59,10 +59,65 @@ pub(crate) fn input(msg: impl Into<String>) -> RunError {
     RunError::Input(msg.into())
 }
 
+/// A SEQ_OPEN refusal is about the user's shape (too many heads, a head
+/// dimension the page layout cannot filter, ...): bad input, not a device
+/// failure.
+pub(crate) fn open_error(e: CsdError) -> RunError {
+    match e {
+        CsdError::Status {
+            command: "SEQ_OPEN",
+            ..
+        } => input(format!("the drive refuses this sequence shape ({e})")),
+        other => other.into(),
+    }
+}
+
+/// Checks a shape against the drive's advertised limits; `kv_per_device`
+/// is the most KV heads one drive of the array holds.
+pub(crate) fn check_caps(
+    caps: &proto::CapabilityBlock,
+    kv_per_device: usize,
+    group: usize,
+    d: usize,
+    dim_group: u8,
+) -> Result<(), RunError> {
+    let limits = [
+        (
+            "KV heads per drive",
+            kv_per_device,
+            usize::from(caps.max_kv_heads),
+        ),
+        (
+            "query heads per KV head",
+            group,
+            usize::from(caps.max_group),
+        ),
+        ("head dimension", d, usize::from(caps.max_head_dim)),
+        (
+            "dim group",
+            usize::from(dim_group),
+            usize::from(caps.max_dim_group),
+        ),
+    ];
+    for (what, got, max) in limits {
+        if got > max {
+            return Err(input(format!(
+                "{what} {got} exceeds the drive's limit of {max}"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Checks a flash page size the simulator supports.
 pub fn check_page_size(page_size: u32) -> Result<(), RunError> {
     match page_size {
         4096 | 16384 => Ok(()),
-        other => Err(input(format!("page size {other} not supported (use 4096 or 16384)"))),
+        other => Err(input(format!(
+            "page size {other} not supported (use 4096 or 16384)"
+        ))),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -53,6 +53,9 @@ fn malformed_commands_get_statuses_and_the_device_keeps_serving() {
     s.cdw13 = (s.cdw13 & !0xFFFF) | 63;
     cases.push(("open: odd head_dim", Status::INVALID_FIELD, s, IoData::None));
     let mut s = open;
+    s.cdw13 = (s.cdw13 & !0xFFFF) | 4;
+    cases.push(("open: page holds more tokens than the filter rows", Status::INVALID_FIELD, s, IoData::None));
+    let mut s = open;
     s.cdw13 = (s.cdw13 & !(0xFF << 16)) | (3 << 16);
     cases.push(("open: m does not divide d", Status::INVALID_FIELD, s, IoData::None));
     let mut s = open;

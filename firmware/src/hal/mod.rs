@@ -18,4 +18,4 @@ mod nand;
 pub use clock::{Clock, TimeBreakdown};
 pub use engine::{Engine, EngineWork, LogitJob, SoftEngine, WeightedSumJob};
 pub use host::{HostInterface, Submission};
-pub use nand::{Nand, NandCmd, NandDone, NandStatus, RowFilter};
+pub use nand::{MAX_FILTER_ROWS, Nand, NandCmd, NandDone, NandStatus, RowFilter};

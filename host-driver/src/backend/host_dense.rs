@@ -42,7 +42,14 @@ impl HostDense {
     }
 
     /// Appends `[kv_heads][n][d]` buffers, rounded to fp16.
-    fn store(&mut self, seq: u32, layer: usize, k: &[f32], v: &[f32], n: usize) -> Result<(), BackendError> {
+    fn store(
+        &mut self,
+        seq: u32,
+        layer: usize,
+        k: &[f32],
+        v: &[f32],
+        n: usize,
+    ) -> Result<(), BackendError> {
         let heads = self.heads_mut(seq, layer)?;
         // `[kv_heads][n][d]`: one contiguous span per head.
         let per_head = k.len() / heads.len().max(1);
@@ -59,7 +66,10 @@ impl HostDense {
 impl AttentionBackend for HostDense {
     fn open(&mut self, seq: u32, shape: ModelShape) -> Result<(), BackendError> {
         self.lengths.open(seq, shape)?;
-        self.kv.insert(seq, vec![vec![HeadKv::default(); shape.kv_heads]; shape.layers]);
+        self.kv.insert(
+            seq,
+            vec![vec![HeadKv::default(); shape.kv_heads]; shape.layers],
+        );
         Ok(())
     }
 
@@ -86,7 +96,16 @@ impl AttentionBackend for HostDense {
             let mut out = Vec::with_capacity(q.len());
             for (h, hk) in heads.iter().enumerate() {
                 let q_g = &q[h * g * d..(h + 1) * g * d];
-                out.extend(reference::attend_heads(step.method, q_g, &hk.k, &hk.v, g, 1, s, d)?);
+                out.extend(reference::attend_heads(
+                    step.method,
+                    q_g,
+                    &hk.k,
+                    &hk.v,
+                    g,
+                    1,
+                    s,
+                    d,
+                )?);
             }
             outs.push(out);
         }

@@ -2,6 +2,10 @@
 //! [`CsdArray`]. f32 inputs are rounded to fp16 (`half`) for the wire; a
 //! batch is submitted in full (every step, every device) before any result
 //! is fetched.
+//!
+//! Positions are tracked on the host per (sequence, layer). If a batch
+//! fails, the device may have appended some steps' tokens while the host
+//! counts none of them: close and reopen the sequence after a failed batch.
 
 use crate::array::{ArrayDecode, CsdArray};
 use crate::transport::Transport;
@@ -21,7 +25,11 @@ impl<T: Transport> InStorage<T> {
     /// A backend over `array`; sequences are opened with dim-group `m`
     /// (dims per flash row of the dim-indexed K layout).
     pub fn new(array: CsdArray<T>, dim_group: u8) -> Self {
-        Self { array, dim_group, lengths: Lengths::default() }
+        Self {
+            array,
+            dim_group,
+            lengths: Lengths::default(),
+        }
     }
 
     /// The array (statistics, timing).
@@ -36,7 +44,8 @@ impl<T: Transport> InStorage<T> {
 }
 
 fn narrow<N: TryFrom<usize>>(what: &str, x: usize) -> Result<N, BackendError> {
-    N::try_from(x).map_err(|_| BackendError::Shape(format!("{what} = {x} does not fit the device protocol")))
+    N::try_from(x)
+        .map_err(|_| BackendError::Shape(format!("{what} = {x} does not fit the device protocol")))
 }
 
 impl<T: Transport> AttentionBackend for InStorage<T> {
@@ -64,7 +73,13 @@ impl<T: Transport> AttentionBackend for InStorage<T> {
             return Ok(());
         }
         let first = narrow("position", self.lengths.len(seq, layer)?)?;
-        self.array.append(seq, narrow("layer", layer)?, first, &to_f16_bits(k), &to_f16_bits(v))?;
+        self.array.append(
+            seq,
+            narrow("layer", layer)?,
+            first,
+            &to_f16_bits(k),
+            &to_f16_bits(v),
+        )?;
         self.lengths.grow(seq, layer, n);
         Ok(())
     }

@@ -22,17 +22,29 @@ impl Lengths {
     }
 
     pub(crate) fn close(&mut self, seq: u32) -> Result<ModelShape, BackendError> {
-        self.seqs.remove(&seq).map(|(s, _)| s).ok_or(BackendError::UnknownSequence(seq))
+        self.seqs
+            .remove(&seq)
+            .map(|(s, _)| s)
+            .ok_or(BackendError::UnknownSequence(seq))
     }
 
     pub(crate) fn shape(&self, seq: u32) -> Result<ModelShape, BackendError> {
-        self.seqs.get(&seq).map(|(s, _)| *s).ok_or(BackendError::UnknownSequence(seq))
+        self.seqs
+            .get(&seq)
+            .map(|(s, _)| *s)
+            .ok_or(BackendError::UnknownSequence(seq))
     }
 
     /// Tokens stored in `layer`.
     pub(crate) fn len(&self, seq: u32, layer: usize) -> Result<usize, BackendError> {
-        let (shape, lens) = self.seqs.get(&seq).ok_or(BackendError::UnknownSequence(seq))?;
-        lens.get(layer).copied().ok_or(BackendError::Layer { layer, layers: shape.layers })
+        let (shape, lens) = self
+            .seqs
+            .get(&seq)
+            .ok_or(BackendError::UnknownSequence(seq))?;
+        lens.get(layer).copied().ok_or(BackendError::Layer {
+            layer,
+            layers: shape.layers,
+        })
     }
 
     pub(crate) fn grow(&mut self, seq: u32, layer: usize, n: usize) {
@@ -42,15 +54,29 @@ impl Lengths {
     }
 
     /// Checks an append's buffers; returns the number of tokens.
-    pub(crate) fn check_append(&self, seq: u32, layer: usize, k: &[f32], v: &[f32]) -> Result<usize, BackendError> {
+    pub(crate) fn check_append(
+        &self,
+        seq: u32,
+        layer: usize,
+        k: &[f32],
+        v: &[f32],
+    ) -> Result<usize, BackendError> {
         let shape = self.shape(seq)?;
         self.len(seq, layer)?;
         let row = shape.kv_heads * shape.head_dim;
         if k.len() % row != 0 {
-            return Err(BackendError::Length { what: "k", expected: k.len() / row * row, actual: k.len() });
+            return Err(BackendError::Length {
+                what: "k",
+                expected: k.len() / row * row,
+                actual: k.len(),
+            });
         }
         if v.len() != k.len() {
-            return Err(BackendError::Length { what: "v", expected: k.len(), actual: v.len() });
+            return Err(BackendError::Length {
+                what: "v",
+                expected: k.len(),
+                actual: v.len(),
+            });
         }
         Ok(k.len() / row)
     }
@@ -63,22 +89,38 @@ impl Lengths {
             let shape = self.shape(s.seq)?;
             let len = self.len(s.seq, s.layer)?;
             if !seen.insert((s.seq, s.layer)) {
-                return Err(BackendError::DuplicateStep { seq: s.seq, layer: s.layer });
+                return Err(BackendError::DuplicateStep {
+                    seq: s.seq,
+                    layer: s.layer,
+                });
             }
             let q_len = shape.q_heads * shape.head_dim;
             if s.q.len() != q_len {
-                return Err(BackendError::Length { what: "q", expected: q_len, actual: s.q.len() });
+                return Err(BackendError::Length {
+                    what: "q",
+                    expected: q_len,
+                    actual: s.q.len(),
+                });
             }
             match s.kv_new {
                 Some((k, v)) => {
                     let kv = shape.kv_heads * shape.head_dim;
                     for (what, b) in [("k_new", k), ("v_new", v)] {
                         if b.len() != kv {
-                            return Err(BackendError::Length { what, expected: kv, actual: b.len() });
+                            return Err(BackendError::Length {
+                                what,
+                                expected: kv,
+                                actual: b.len(),
+                            });
                         }
                     }
                 }
-                None if len == 0 => return Err(BackendError::Empty { seq: s.seq, layer: s.layer }),
+                None if len == 0 => {
+                    return Err(BackendError::Empty {
+                        seq: s.seq,
+                        layer: s.layer,
+                    });
+                }
                 None => {}
             }
         }

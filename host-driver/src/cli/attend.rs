@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 
 use host_driver::run::RunError;
-use host_driver::run::attend::{AttendFiles, DeviceChoice, MethodChoice, SparseChoice, attend_files};
+use host_driver::run::attend::{
+    AttendFiles, DeviceChoice, MethodChoice, SparseChoice, attend_files,
+};
 
 /// Attention method.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -53,13 +55,26 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<(), RunError> {
-    let files = AttendFiles { k: a.k, v: a.v, q: a.q, out: a.out };
+    let files = AttendFiles {
+        k: a.k,
+        v: a.v,
+        q: a.q,
+        out: a.out,
+    };
     let method = match a.method {
         MethodArg::Dense => MethodChoice::Dense,
         MethodArg::Sparf => MethodChoice::SparF,
     };
-    let sparse = SparseChoice { r: a.r, topk: a.topk, local: a.local };
-    let dev = DeviceChoice { devices: a.devices, page_size: super::page_size(&a.page_size), dim_group: a.dim_group };
+    let sparse = SparseChoice {
+        r: a.r,
+        topk: a.topk,
+        local: a.local,
+    };
+    let dev = DeviceChoice {
+        devices: a.devices,
+        page_size: super::page_size(&a.page_size),
+        dim_group: a.dim_group,
+    };
     let report = attend_files(&files, method, sparse, dev)?;
     println!("{}", report.to_json());
     Ok(())

@@ -81,8 +81,17 @@ fn to_text(info: &DeviceInfo) -> String {
         ("capability version", c.version.to_string()),
         ("methods", methods(info).join(", ")),
         ("flash page", format!("{} B", c.page_size)),
-        ("flash array", format!("{} channels x {} ways, {} blocks/die x {} pages/block", c.channels, c.ways, c.blocks_per_die, c.pages_per_block)),
-        ("raw capacity", format!("{:.1} MiB", capacity as f64 / (1u64 << 20) as f64)),
+        (
+            "flash array",
+            format!(
+                "{} channels x {} ways, {} blocks/die x {} pages/block",
+                c.channels, c.ways, c.blocks_per_die, c.pages_per_block
+            ),
+        ),
+        (
+            "raw capacity",
+            format!("{:.1} MiB", capacity as f64 / (1u64 << 20) as f64),
+        ),
         ("max head dim", c.max_head_dim.to_string()),
         ("max group", c.max_group.to_string()),
         ("max dim group", c.max_dim_group.to_string()),
@@ -90,7 +99,14 @@ fn to_text(info: &DeviceInfo) -> String {
         ("max layers", c.max_layers.to_string()),
         ("max sequences", c.max_sequences.to_string()),
         ("max tokens/stream", c.max_tokens_per_stream.to_string()),
-        ("engine", format!("{} lanes @ {:.1} MHz", c.engine_lanes, f64::from(c.engine_clock_khz) / 1e3)),
+        (
+            "engine",
+            format!(
+                "{} lanes @ {:.1} MHz",
+                c.engine_lanes,
+                f64::from(c.engine_clock_khz) / 1e3
+            ),
+        ),
         ("device DRAM budget", format!("{} B", c.dram_budget_bytes)),
         ("max transfer", format!("{} B", info.max_transfer)),
     ];

@@ -2,7 +2,7 @@ use std::collections::VecDeque;
 
 use attention::shape::SparseParams;
 use attention::testdata::{structured_kv, structured_query};
-use proto::{Cqe, IdentifyController, Opcode};
+use proto::{CapabilityBlock, Cqe, IdentifyController, Opcode, Status};
 
 use super::*;
 use crate::backend::to_f16_bits;
@@ -13,7 +13,13 @@ fn sim() -> Csd<SimTransport> {
 }
 
 fn shape(kv: u8, group: u8, d: u16, layers: u16) -> SeqShape {
-    SeqShape { layers, kv_heads: kv, group, head_dim: d, dim_group: 2 }
+    SeqShape {
+        layers,
+        kv_heads: kv,
+        group,
+        head_dim: d,
+        dim_group: 2,
+    }
 }
 
 /// Structured fp16 K, V `[kv][s][d]` and q `[kv·group][d]`.
@@ -23,7 +29,15 @@ fn data(seed: u64, kv: usize, group: usize, s: usize, d: usize) -> (Vec<u16>, Ve
     (to_f16_bits(&k), to_f16_bits(&v), to_f16_bits(&q))
 }
 
-fn engine(method: Method, q: &[u16], k: &[u16], v: &[u16], kv: usize, group: usize, s: usize, d: usize) -> Vec<i32> {
+/// The engine model on the same bytes; `dims` = (kv heads, group, S, d).
+fn engine(
+    method: Method,
+    q: &[u16],
+    k: &[u16],
+    v: &[u16],
+    dims: (usize, usize, usize, usize),
+) -> Vec<i32> {
+    let (kv, group, s, d) = dims;
     attention::engine::attend_heads(method, q, k, v, kv * group, kv, s, d).unwrap()
 }
 
@@ -46,19 +60,27 @@ fn one_byte_transfer_lands() {
     };
     let res = csd.transport_mut().admin(req).unwrap();
     assert!(res.cqe.status().is_success());
-    assert_eq!(res.data, vec![full[0]]);
+    assert_eq!(res.data.len(), 1);
+    // Byte 0 is the low byte of the command counter, which only grows.
+    let after = csd.stats().unwrap().commands;
+    let got = u64::from(res.data[0]);
+    assert!(
+        u64::from(full[0]) < got && got < after,
+        "{} < {got} < {after}",
+        full[0]
+    );
 }
 
-/// Appends of 8 B, 4096 B, 4104 B (crosses a page), 1 MiB (PRP list) and
+/// Appends of 32 B, 4096 B, 4128 B (crosses a page), 1 MiB (PRP list) and
 /// one above the transfer limit (split, re-laid out) each decode exactly
 /// like the engine model on the same bytes.
 #[test]
 fn transfer_sizes_round_trip_through_append_and_decode() {
     let max = sim().info().max_transfer;
     let cases: [(u8, u16, usize); 5] = [
-        (1, 2, 1),
-        (1, 2, 512),
-        (1, 2, 513),
+        (1, 8, 1),
+        (1, 8, 128),
+        (1, 8, 129),
         (4, 64, (1 << 20) / (4 * 4 * 64)),
         (4, 64, max / (4 * 4 * 64) + 7),
     ];
@@ -68,9 +90,15 @@ fn transfer_sizes_round_trip_through_append_and_decode() {
         let (k, v, q) = data(i as u64, kvu, 2, s, du);
         csd.open(9, shape(kv, 2, d, 1)).unwrap();
         csd.append(9, 0, 0, &k, &v).unwrap();
-        let t = csd.submit_decode(9, 0, (s - 1) as u32, &q, None, Method::Dense).unwrap();
+        let t = csd
+            .submit_decode(9, 0, (s - 1) as u32, &q, None, Method::Dense)
+            .unwrap();
         let out = csd.fetch(t).unwrap();
-        assert_eq!(out.raw, engine(Method::Dense, &q, &k, &v, kvu, 2, s, du), "case {i}: {kv} heads, d {d}, {s} tokens");
+        assert_eq!(
+            out.raw,
+            engine(Method::Dense, &q, &k, &v, (kvu, 2, s, du)),
+            "case {i}: {kv} heads, d {d}, {s} tokens"
+        );
         assert_eq!(out.report.tokens_attended as usize, s);
         assert_eq!(out.out[0], attention::engine::fx_to_f32(out.raw[0]));
         csd.close(9).unwrap();
@@ -84,20 +112,41 @@ fn append_kv_decode_matches_engine_and_sparf_runs() {
     let (k, v, q) = data(5, kv, g, s + 1, d);
     csd.open(1, shape(kv as u8, g as u8, d as u16, 2)).unwrap();
     // Prefill s tokens, then decode with the (s+1)-th appended.
-    let prefix = |x: &[u16]| -> Vec<u16> { (0..kv).flat_map(|h| x[h * (s + 1) * d..(h * (s + 1) + s) * d].to_vec()).collect() };
-    let last = |x: &[u16]| -> Vec<u16> { (0..kv).flat_map(|h| x[(h * (s + 1) + s) * d..(h * (s + 1) + s + 1) * d].to_vec()).collect() };
+    let prefix = |x: &[u16]| -> Vec<u16> {
+        (0..kv)
+            .flat_map(|h| x[h * (s + 1) * d..(h * (s + 1) + s) * d].to_vec())
+            .collect()
+    };
+    let last = |x: &[u16]| -> Vec<u16> {
+        (0..kv)
+            .flat_map(|h| x[(h * (s + 1) + s) * d..(h * (s + 1) + s + 1) * d].to_vec())
+            .collect()
+    };
     for layer in 0..2 {
         csd.append(1, layer, 0, &prefix(&k), &prefix(&v)).unwrap();
     }
-    let sparf = Method::SparF(SparseParams { r: 4, k: 40, local: 10 });
+    let sparf = Method::SparF(SparseParams {
+        r: 4,
+        k: 40,
+        local: 10,
+    });
     let (kn, vn) = (last(&k), last(&v));
-    let t0 = csd.submit_decode(1, 0, s as u32, &q, Some((&kn, &vn)), Method::Dense).unwrap();
-    let t1 = csd.submit_decode(1, 1, s as u32, &q, Some((&kn, &vn)), sparf).unwrap();
+    let t0 = csd
+        .submit_decode(1, 0, s as u32, &q, Some((&kn, &vn)), Method::Dense)
+        .unwrap();
+    let t1 = csd
+        .submit_decode(1, 1, s as u32, &q, Some((&kn, &vn)), sparf)
+        .unwrap();
     let outs = csd.fetch_many(vec![t0, t1]).unwrap();
-    assert_eq!(outs[0].raw, engine(Method::Dense, &q, &k, &v, kv, g, s + 1, d));
-    assert_eq!(outs[1].raw, engine(sparf, &q, &k, &v, kv, g, s + 1, d));
+    assert_eq!(
+        outs[0].raw,
+        engine(Method::Dense, &q, &k, &v, (kv, g, s + 1, d))
+    );
+    assert_eq!(outs[1].raw, engine(sparf, &q, &k, &v, (kv, g, s + 1, d)));
     // A second decode without APPEND_KV at the new last position.
-    let t = csd.submit_decode(1, 0, s as u32, &q, None, Method::Dense).unwrap();
+    let t = csd
+        .submit_decode(1, 0, s as u32, &q, None, Method::Dense)
+        .unwrap();
     assert_eq!(csd.fetch(t).unwrap().raw, outs[0].raw);
 }
 
@@ -110,9 +159,13 @@ fn more_decodes_in_flight_than_queue_entries() {
     for l in 0..layers {
         csd.append(2, l, 0, &k, &v).unwrap();
     }
-    let tickets: Vec<Ticket> =
-        (0..layers).map(|l| csd.submit_decode(2, l, (s - 1) as u32, &q, None, Method::Dense).unwrap()).collect();
-    let want = engine(Method::Dense, &q, &k, &v, 1, 1, s, d);
+    let tickets: Vec<Ticket> = (0..layers)
+        .map(|l| {
+            csd.submit_decode(2, l, (s - 1) as u32, &q, None, Method::Dense)
+                .unwrap()
+        })
+        .collect();
+    let want = engine(Method::Dense, &q, &k, &v, (1, 1, s, d));
     let outs = csd.fetch_many(tickets).unwrap();
     assert_eq!(outs.len(), usize::from(layers));
     assert!(outs.iter().all(|o| o.raw == want));
@@ -139,7 +192,16 @@ fn device_status_becomes_typed_error() {
     let q = vec![0u16; 8];
     let t = csd.submit_decode(3, 0, 9, &q, None, Method::Dense).unwrap();
     let e = csd.fetch(t).unwrap_err();
-    assert!(matches!(e, CsdError::Status { command: "DECODE_SUBMIT", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            CsdError::Status {
+                command: "DECODE_SUBMIT",
+                ..
+            }
+        ),
+        "{e}"
+    );
     // The handle is still usable.
     let t = csd.submit_decode(3, 0, 3, &q, None, Method::Dense).unwrap();
     csd.fetch(t).unwrap();
@@ -150,14 +212,40 @@ fn host_side_checks() {
     let mut csd = sim();
     assert!(matches!(csd.close(7), Err(CsdError::UnknownSequence(7))));
     csd.open(7, shape(2, 1, 8, 1)).unwrap();
-    assert!(matches!(csd.open(7, shape(2, 1, 8, 1)), Err(CsdError::SequenceExists(7))));
-    assert!(matches!(csd.append(7, 0, 0, &[0; 15], &[0; 15]), Err(CsdError::Length { what: "k", .. })));
-    assert!(matches!(csd.append(7, 0, 0, &[0; 16], &[0; 8]), Err(CsdError::Length { what: "v", .. })));
-    assert!(matches!(csd.submit_decode(7, 0, 0, &[0; 8], None, Method::Dense), Err(CsdError::Length { what: "q", .. })));
-    let sparq = Method::SparQ(SparseParams { r: 1, k: 1, local: 0 });
-    assert!(matches!(csd.submit_decode(7, 0, 0, &[0; 16], None, sparq), Err(CsdError::InvalidArgument(_))));
-    let bad = Method::SparF(SparseParams { r: 9, k: 1, local: 0 });
-    assert!(matches!(csd.submit_decode(7, 0, 0, &[0; 16], None, bad), Err(CsdError::InvalidArgument(_))));
+    assert!(matches!(
+        csd.open(7, shape(2, 1, 8, 1)),
+        Err(CsdError::SequenceExists(7))
+    ));
+    assert!(matches!(
+        csd.append(7, 0, 0, &[0; 15], &[0; 15]),
+        Err(CsdError::Length { what: "k", .. })
+    ));
+    assert!(matches!(
+        csd.append(7, 0, 0, &[0; 16], &[0; 8]),
+        Err(CsdError::Length { what: "v", .. })
+    ));
+    assert!(matches!(
+        csd.submit_decode(7, 0, 0, &[0; 8], None, Method::Dense),
+        Err(CsdError::Length { what: "q", .. })
+    ));
+    let sparq = Method::SparQ(SparseParams {
+        r: 1,
+        k: 1,
+        local: 0,
+    });
+    assert!(matches!(
+        csd.submit_decode(7, 0, 0, &[0; 16], None, sparq),
+        Err(CsdError::InvalidArgument(_))
+    ));
+    let bad = Method::SparF(SparseParams {
+        r: 9,
+        k: 1,
+        local: 0,
+    });
+    assert!(matches!(
+        csd.submit_decode(7, 0, 0, &[0; 16], None, bad),
+        Err(CsdError::InvalidArgument(_))
+    ));
     assert!(matches!(
         csd.submit_decode(7, 0, 0, &[0; 16], Some((&[0; 16], &[0; 15])), Method::Dense),
         Err(CsdError::Length { what: "v_new", .. })
@@ -176,14 +264,22 @@ struct Scripted {
 impl Scripted {
     fn new(caps: Option<CapabilityBlock>, io_data: Vec<u8>) -> Self {
         let id = IdentifyController::new(1, 1, "S", "fake", "1", 0, caps).unwrap();
-        Self { identify: id.to_bytes().to_vec(), io_data, queue: VecDeque::new(), next: 0 }
+        Self {
+            identify: id.to_bytes().to_vec(),
+            io_data,
+            queue: VecDeque::new(),
+            next: 0,
+        }
     }
 }
 
 impl Transport for Scripted {
     fn admin(&mut self, req: IoRequest) -> Result<IoResult, TransportError> {
         assert_eq!(req.sqe.opcode(), Opcode::IDENTIFY);
-        Ok(IoResult { cqe: Cqe::new(0, 0, 0, Status::SUCCESS, 0, true), data: self.identify.clone() })
+        Ok(IoResult {
+            cqe: Cqe::new(0, 0, 0, Status::SUCCESS, 0, true),
+            data: self.identify.clone(),
+        })
     }
     fn submit(&mut self, req: IoRequest) -> Result<u16, TransportError> {
         let cid = self.next;
@@ -192,11 +288,19 @@ impl Transport for Scripted {
             IoData::FromDevice(_) => self.io_data.clone(),
             _ => Vec::new(),
         };
-        self.queue.push_back((cid, IoResult { cqe: Cqe::new(cid, 1, 0, Status::SUCCESS, 0, true), data }));
+        self.queue.push_back((
+            cid,
+            IoResult {
+                cqe: Cqe::new(cid, 1, 0, Status::SUCCESS, 0, true),
+                data,
+            },
+        ));
         Ok(cid)
     }
     fn reap(&mut self) -> Result<(u16, IoResult), TransportError> {
-        self.queue.pop_front().ok_or(TransportError::NothingInFlight)
+        self.queue
+            .pop_front()
+            .ok_or(TransportError::NothingInFlight)
     }
     fn in_flight(&self) -> usize {
         self.queue.len()
@@ -208,14 +312,26 @@ impl Transport for Scripted {
 
 #[test]
 fn plain_nvme_drive_is_not_instcsd() {
-    assert!(matches!(Csd::new(Scripted::new(None, Vec::new())), Err(CsdError::NotInstCsd)));
+    assert!(matches!(
+        Csd::new(Scripted::new(None, Vec::new())),
+        Err(CsdError::NotInstCsd)
+    ));
 }
 
 #[test]
 fn malformed_fetch_replies_are_errors() {
-    let caps = CapabilityBlock { mdts_bytes: 1 << 20, ..CapabilityBlock::default() };
+    let caps = CapabilityBlock {
+        mdts_bytes: 1 << 20,
+        ..CapabilityBlock::default()
+    };
     let report = |tokens: u32, reserved: u32| {
-        DecodeReport { tokens_attended: tokens, reserved, ..DecodeReport::default() }.to_bytes().to_vec()
+        DecodeReport {
+            tokens_attended: tokens,
+            reserved,
+            ..DecodeReport::default()
+        }
+        .to_bytes()
+        .to_vec()
     };
     let body = |x: i32| x.to_le_bytes().repeat(8);
     let cases: Vec<(Vec<u8>, &str)> = vec![
@@ -231,14 +347,31 @@ fn malformed_fetch_replies_are_errors() {
         let mut csd = Csd::new(Scripted::new(Some(caps), reply)).unwrap();
         csd.open(1, shape(1, 1, 8, 1)).unwrap();
         csd.append(1, 0, 0, &[0; 8], &[0; 8]).unwrap();
-        let t = csd.submit_decode(1, 0, 0, &[0; 8], None, Method::Dense).unwrap();
+        let t = csd
+            .submit_decode(1, 0, 0, &[0; 8], None, Method::Dense)
+            .unwrap();
         let e = csd.fetch(t).unwrap_err();
-        assert!(matches!(e, CsdError::BadReply { command: "DECODE_FETCH", .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                CsdError::BadReply {
+                    command: "DECODE_FETCH",
+                    ..
+                }
+            ),
+            "{e}"
+        );
         assert!(e.to_string().contains(needle), "{e} lacks {needle}");
     }
     // A well-formed reply passes.
-    let mut csd = Csd::new(Scripted::new(Some(caps), [body(16384), report(1, 0)].concat())).unwrap();
+    let mut csd = Csd::new(Scripted::new(
+        Some(caps),
+        [body(16384), report(1, 0)].concat(),
+    ))
+    .unwrap();
     csd.open(1, shape(1, 1, 8, 1)).unwrap();
-    let t = csd.submit_decode(1, 0, 0, &[0; 8], None, Method::Dense).unwrap();
+    let t = csd
+        .submit_decode(1, 0, 0, &[0; 8], None, Method::Dense)
+        .unwrap();
     assert_eq!(csd.fetch(t).unwrap().out, vec![1.0; 8]);
 }

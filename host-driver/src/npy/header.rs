@@ -46,7 +46,10 @@ impl Cursor<'_> {
             self.pos += 1;
             Ok(())
         } else {
-            Err(bad(format!("expected '{}' at byte {}", c as char, self.pos)))
+            Err(bad(format!(
+                "expected '{}' at byte {}",
+                c as char, self.pos
+            )))
         }
     }
 
@@ -84,7 +87,8 @@ impl Cursor<'_> {
         let text = std::str::from_utf8(w).map_err(|_| bad("bad integer"))?;
         // Python 2 era files may write `3L`.
         let text = text.strip_suffix('L').unwrap_or(text);
-        text.parse::<usize>().map_err(|_| bad(format!("bad dimension {text:?}")))
+        text.parse::<usize>()
+            .map_err(|_| bad(format!("bad dimension {text:?}")))
     }
 
     fn tuple(&mut self) -> Result<Vec<usize>, NpyError> {
@@ -111,7 +115,10 @@ impl Cursor<'_> {
             _ => match self.word() {
                 b"True" => Ok(Value::Bool(true)),
                 b"False" => Ok(Value::Bool(false)),
-                w => Err(bad(format!("unexpected value {:?}", String::from_utf8_lossy(w)))),
+                w => Err(bad(format!(
+                    "unexpected value {:?}",
+                    String::from_utf8_lossy(w)
+                ))),
             },
         }
     }
@@ -119,7 +126,10 @@ impl Cursor<'_> {
 
 /// Parses the header dict; all three keys are required, others are rejected.
 pub(super) fn parse(text: &str) -> Result<Header, NpyError> {
-    let mut c = Cursor { s: text.as_bytes(), pos: 0 };
+    let mut c = Cursor {
+        s: text.as_bytes(),
+        pos: 0,
+    };
     let (mut descr, mut fortran, mut shape) = (None, None, None);
     c.expect(b'{')?;
     loop {

@@ -19,10 +19,16 @@ fn file_with_header(version: u8, dict: &str, body: &[u8]) -> Vec<u8> {
 fn round_trip_f32_and_f16_any_rank() {
     for shape in [vec![], vec![3], vec![2, 3], vec![2, 1, 4], vec![0, 5]] {
         let n: usize = shape.iter().product();
-        let a = NpyArray::from_f32(shape.clone(), (0..n).map(|i| i as f32 * 0.5 - 1.0).collect())
-            .unwrap();
+        let a = NpyArray::from_f32(
+            shape.clone(),
+            (0..n).map(|i| i as f32 * 0.5 - 1.0).collect(),
+        )
+        .unwrap();
         let bytes = a.to_bytes();
-        assert_eq!((bytes.iter().position(|&b| b == b'\n').unwrap() + 1) % 64, 0);
+        assert_eq!(
+            (bytes.iter().position(|&b| b == b'\n').unwrap() + 1) % 64,
+            0
+        );
         assert_eq!(NpyArray::parse(&bytes).unwrap(), a);
         let h = NpyArray::from_f16_bits(shape, (0..n as u16).collect()).unwrap();
         assert_eq!(NpyArray::parse(&h.to_bytes()).unwrap(), h);
@@ -42,8 +48,15 @@ fn header_matches_numpy() {
 
 #[test]
 fn reads_version_2_and_double_quotes_and_f16_values() {
-    let body: Vec<u8> = [1.0f32, -2.0].iter().flat_map(|x| half::f16::from_f32(*x).to_le_bytes()).collect();
-    let f = file_with_header(2, r#"{"descr": "<f2", "shape": (2,), "fortran_order": False}"#, &body);
+    let body: Vec<u8> = [1.0f32, -2.0]
+        .iter()
+        .flat_map(|x| half::f16::from_f32(*x).to_le_bytes())
+        .collect();
+    let f = file_with_header(
+        2,
+        r#"{"descr": "<f2", "shape": (2,), "fortran_order": False}"#,
+        &body,
+    );
     let a = NpyArray::parse(&f).unwrap();
     assert_eq!(a.shape, vec![2]);
     assert_eq!(a.dtype(), DType::F16);
@@ -52,15 +65,30 @@ fn reads_version_2_and_double_quotes_and_f16_values() {
 
 #[test]
 fn rejects_bad_magic_and_versions() {
-    assert!(matches!(NpyArray::parse(b"PK\x03\x04 zip file"), Err(NpyError::BadMagic)));
-    assert!(matches!(NpyArray::parse(b"\x93NU"), Err(NpyError::Truncated { .. })));
-    assert!(matches!(NpyArray::parse(b""), Err(NpyError::Truncated { .. })));
-    assert!(matches!(NpyArray::parse(b"\x93NUMPY\x01"), Err(NpyError::Truncated { .. })));
+    assert!(matches!(
+        NpyArray::parse(b"PK\x03\x04 zip file"),
+        Err(NpyError::BadMagic)
+    ));
+    assert!(matches!(
+        NpyArray::parse(b"\x93NU"),
+        Err(NpyError::Truncated { .. })
+    ));
+    assert!(matches!(
+        NpyArray::parse(b""),
+        Err(NpyError::Truncated { .. })
+    ));
+    assert!(matches!(
+        NpyArray::parse(b"\x93NUMPY\x01"),
+        Err(NpyError::Truncated { .. })
+    ));
     assert!(matches!(
         NpyArray::parse(b"\x93NUMPY\x09\x00\x10\x00"),
         Err(NpyError::UnsupportedVersion { major: 9, .. })
     ));
-    assert!(matches!(NpyArray::parse(b"\x93NUMPY\x01\x00\x50"), Err(NpyError::Truncated { .. })));
+    assert!(matches!(
+        NpyArray::parse(b"\x93NUMPY\x01\x00\x50"),
+        Err(NpyError::Truncated { .. })
+    ));
     // Header length beyond the file.
     assert!(matches!(
         NpyArray::parse(b"\x93NUMPY\x01\x00\x50\x00{'descr'"),
@@ -70,11 +98,26 @@ fn rejects_bad_magic_and_versions() {
 
 #[test]
 fn rejects_unsupported_dtype_and_order() {
-    let f = file_with_header(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }", &[0; 8]);
+    let f = file_with_header(
+        1,
+        "{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }",
+        &[0; 8],
+    );
     assert!(matches!(NpyArray::parse(&f), Err(NpyError::UnsupportedDtype(d)) if d == "<f8"));
-    let f = file_with_header(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }", &[0; 4]);
-    assert!(matches!(NpyArray::parse(&f), Err(NpyError::UnsupportedDtype(_))));
-    let f = file_with_header(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (1,), }", &[0; 4]);
+    let f = file_with_header(
+        1,
+        "{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }",
+        &[0; 4],
+    );
+    assert!(matches!(
+        NpyArray::parse(&f),
+        Err(NpyError::UnsupportedDtype(_))
+    ));
+    let f = file_with_header(
+        1,
+        "{'descr': '<f4', 'fortran_order': True, 'shape': (1,), }",
+        &[0; 4],
+    );
     assert!(matches!(NpyArray::parse(&f), Err(NpyError::FortranOrder)));
 }
 
@@ -87,10 +130,16 @@ fn rejects_size_mismatch_and_truncated_data() {
     ));
     assert!(matches!(
         NpyArray::parse(&file_with_header(1, dict, &[0; 20])),
-        Err(NpyError::SizeMismatch { expected: 16, actual: 20 })
+        Err(NpyError::SizeMismatch {
+            expected: 16,
+            actual: 20
+        })
     ));
     let huge = "{'descr': '<f4', 'fortran_order': False, 'shape': (18446744073709551615, 2), }";
-    assert!(matches!(NpyArray::parse(&file_with_header(1, huge, &[])), Err(NpyError::ShapeOverflow(_))));
+    assert!(matches!(
+        NpyArray::parse(&file_with_header(1, huge, &[])),
+        Err(NpyError::ShapeOverflow(_))
+    ));
     assert!(NpyArray::from_f32(vec![2, 2], vec![0.0; 3]).is_err());
 }
 
@@ -115,16 +164,27 @@ fn rejects_malformed_headers() {
     ];
     for dict in cases {
         let f = file_with_header(1, dict, &[0; 4]);
-        assert!(matches!(NpyArray::parse(&f), Err(NpyError::BadHeader(_))), "{dict:?}");
+        assert!(
+            matches!(NpyArray::parse(&f), Err(NpyError::BadHeader(_))),
+            "{dict:?}"
+        );
     }
-    let mut f = file_with_header(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,)}", &[0; 4]);
+    let mut f = file_with_header(
+        1,
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (1,)}",
+        &[0; 4],
+    );
     f[12] = 0xff;
     assert!(matches!(NpyArray::parse(&f), Err(NpyError::BadHeader(_))));
 }
 
 #[test]
 fn python2_long_dims_accepted() {
-    let f = file_with_header(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1L, 2L), }", &[0; 8]);
+    let f = file_with_header(
+        1,
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (1L, 2L), }",
+        &[0; 8],
+    );
     assert_eq!(NpyArray::parse(&f).unwrap().shape, vec![1, 2]);
 }
 

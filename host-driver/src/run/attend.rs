@@ -20,7 +20,7 @@ use crate::array::ArrayDecode;
 use crate::npy::{NpyArray, NpyData, NpyError};
 
 use super::sim::{Phase, PhaseCounters, sim_array};
-use super::{RunError, input};
+use super::{RunError, check_caps, input, open_error};
 
 /// Which attention the device runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,7 +54,12 @@ pub struct SparseChoice {
 
 /// The method for a sequence of `s` tokens of width `d`, defaults filled in
 /// and checked.
-pub fn resolve_method(choice: MethodChoice, sparse: SparseChoice, s: usize, d: usize) -> Result<Method, RunError> {
+pub fn resolve_method(
+    choice: MethodChoice,
+    sparse: SparseChoice,
+    s: usize,
+    d: usize,
+) -> Result<Method, RunError> {
     if choice == MethodChoice::Dense {
         return Ok(Method::Dense);
     }
@@ -62,7 +67,9 @@ pub fn resolve_method(choice: MethodChoice, sparse: SparseChoice, s: usize, d: u
     let k = sparse.topk.unwrap_or((s / 8).max(1));
     let local = sparse.local.unwrap_or(k / 4);
     if r == 0 || r > d {
-        return Err(input(format!("--r {r} must be in 1..={d} (the head dimension)")));
+        return Err(input(format!(
+            "--r {r} must be in 1..={d} (the head dimension)"
+        )));
     }
     if k == 0 {
         return Err(input("--topk must be at least 1"));
@@ -89,7 +96,11 @@ pub struct DeviceChoice {
 
 impl Default for DeviceChoice {
     fn default() -> Self {
-        Self { devices: 1, page_size: 4096, dim_group: 4 }
+        Self {
+            devices: 1,
+            page_size: 4096,
+            dim_group: 4,
+        }
     }
 }
 
@@ -137,13 +148,22 @@ impl AttendInputs {
     /// with `q_heads` a multiple of `kv_heads`, and the device's limits.
     pub fn from_arrays(k: &NpyArray, v: &NpyArray, q: &NpyArray) -> Result<Self, RunError> {
         let [kv_heads, s, d] = k.shape[..] else {
-            return Err(input(format!("K must have shape [kv_heads, S, d], got {:?}", k.shape)));
+            return Err(input(format!(
+                "K must have shape [kv_heads, S, d], got {:?}",
+                k.shape
+            )));
         };
         if v.shape != k.shape {
-            return Err(input(format!("V has shape {:?}, K has {:?}: they must match", v.shape, k.shape)));
+            return Err(input(format!(
+                "V has shape {:?}, K has {:?}: they must match",
+                v.shape, k.shape
+            )));
         }
         let [q_heads, qd] = q.shape[..] else {
-            return Err(input(format!("Q must have shape [q_heads, d], got {:?}", q.shape)));
+            return Err(input(format!(
+                "Q must have shape [q_heads, d], got {:?}",
+                q.shape
+            )));
         };
         if qd != d {
             return Err(input(format!("Q has head dimension {qd}, K has {d}")));
@@ -152,18 +172,34 @@ impl AttendInputs {
             return Err(input("empty arrays: every dimension must be at least 1"));
         }
         if q_heads % kv_heads != 0 {
-            return Err(input(format!("{q_heads} query heads is not a multiple of {kv_heads} KV heads")));
+            return Err(input(format!(
+                "{q_heads} query heads is not a multiple of {kv_heads} KV heads"
+            )));
         }
         if kv_heads > 255 || q_heads / kv_heads > 255 {
-            return Err(input("at most 255 KV heads and 255 query heads per KV head"));
+            return Err(input(
+                "at most 255 KV heads and 255 query heads per KV head",
+            ));
         }
         if d % 2 != 0 || d > usize::from(proto::vendor::MAX_HEAD_DIM) {
-            return Err(input(format!("head dimension {d} must be even and at most 256")));
+            return Err(input(format!(
+                "head dimension {d} must be even and at most 256"
+            )));
         }
         if u32::try_from(s).is_err() {
-            return Err(input(format!("{s} tokens exceed the device's u32 positions")));
+            return Err(input(format!(
+                "{s} tokens exceed the device's u32 positions"
+            )));
         }
-        Ok(Self { k: f16_bits(k), v: f16_bits(v), q: f16_bits(q), kv_heads, q_heads, s, d })
+        Ok(Self {
+            k: f16_bits(k),
+            v: f16_bits(v),
+            q: f16_bits(q),
+            kv_heads,
+            q_heads,
+            s,
+            d,
+        })
     }
 
     /// Bytes a host would stream over PCIe to attend itself: all of K and
@@ -245,7 +281,10 @@ pub fn attend(
 ) -> Result<(Vec<f32>, AttendReport), RunError> {
     let started = Instant::now();
     let resolved = resolve_method(method, sparse, inputs.s, inputs.d)?;
-    if dev.dim_group == 0 || inputs.d % usize::from(dev.dim_group) != 0 || dev.dim_group > proto::vendor::MAX_DIM_GROUP {
+    if dev.dim_group == 0
+        || inputs.d % usize::from(dev.dim_group) != 0
+        || dev.dim_group > proto::vendor::MAX_DIM_GROUP
+    {
         return Err(input(format!(
             "--dim-group {} must divide the head dimension {} and be in 1..={}",
             dev.dim_group,
@@ -254,14 +293,22 @@ pub fn attend(
         )));
     }
     let mut array = sim_array(dev.devices, dev.page_size)?;
+    let group = inputs.q_heads / inputs.kv_heads;
+    check_caps(
+        &array.devices()[0].info().caps,
+        inputs.kv_heads.div_ceil(dev.devices),
+        group,
+        inputs.d,
+        dev.dim_group,
+    )?;
     let shape = SeqShape {
         layers: 1,
         kv_heads: inputs.kv_heads as u8,
-        group: (inputs.q_heads / inputs.kv_heads) as u8,
+        group: group as u8,
         head_dim: inputs.d as u16,
         dim_group: dev.dim_group,
     };
-    array.open(0, shape)?;
+    array.open(0, shape).map_err(open_error)?;
     array.append(0, 0, 0, &inputs.k, &inputs.v)?;
     let phase = Phase::begin(&mut array)?;
     let req = ArrayDecode {
@@ -275,7 +322,9 @@ pub fn attend(
     let mut outs = array.decode_batch(&[req])?;
     let (wall_ms, counters) = phase.end(&mut array)?;
     array.close(0)?;
-    let out = outs.pop().ok_or_else(|| input("device returned no output"))?;
+    let out = outs
+        .pop()
+        .ok_or_else(|| input("device returned no output"))?;
     let report = AttendReport {
         method: resolved,
         method_name: method.name(),
@@ -297,7 +346,10 @@ pub fn attend(
 fn npy_error(path: &std::path::Path, e: NpyError) -> RunError {
     match e {
         NpyError::Io { .. } => RunError::Input(e.to_string()),
-        source => RunError::Npy { path: path.display().to_string(), source },
+        source => RunError::Npy {
+            path: path.display().to_string(),
+            source,
+        },
     }
 }
 
@@ -320,7 +372,8 @@ pub fn attend_files(
     let arr = NpyArray::from_f32(vec![inputs.q_heads, inputs.d], out)
         .map_err(|e| npy_error(&files.out, e))?;
     let t = Instant::now();
-    arr.write(&files.out).map_err(|e| npy_error(&files.out, e))?;
+    arr.write(&files.out)
+        .map_err(|e| npy_error(&files.out, e))?;
     report.wall_total_ms += t.elapsed().as_secs_f64() * 1e3;
     Ok(report)
 }

@@ -49,7 +49,16 @@ pub struct BenchParams {
 
 impl Default for BenchParams {
     fn default() -> Self {
-        Self { s: 4096, d: 128, kv_heads: 8, group: 1, reps: 3, page_size: 4096, devices: 1, seed: 7 }
+        Self {
+            s: 4096,
+            d: 128,
+            kv_heads: 8,
+            group: 1,
+            reps: 3,
+            page_size: 4096,
+            devices: 1,
+            seed: 7,
+        }
     }
 }
 
@@ -81,7 +90,11 @@ fn median(mut xs: Vec<f64>) -> f64 {
 }
 
 fn ratio(a: f64, b: f64) -> String {
-    if b > 0.0 { format!("{:.3}x", a / b) } else { "-".into() }
+    if b > 0.0 {
+        format!("{:.3}x", a / b)
+    } else {
+        "-".into()
+    }
 }
 
 impl fmt::Display for BenchReport {
@@ -95,12 +108,21 @@ impl fmt::Display for BenchReport {
         writeln!(
             f,
             "{:<18} {:>12} {:>14} {:>11} {:>14} {:>16} {:>19} {:>17}",
-            "backend", "wall ms", "virtual us", "pages read", "engine bytes", "wall/host-dense", "virtual/is-dense", "pages/is-dense"
+            "backend",
+            "wall ms",
+            "virtual us",
+            "pages read",
+            "engine bytes",
+            "wall/host-dense",
+            "virtual/is-dense",
+            "pages/is-dense"
         )?;
         let host_wall = self.rows.first().map_or(0.0, |r| r.wall_ms);
         let dense = self.rows.iter().find(|r| r.name == "in-storage dense");
         let dense_virtual = dense.and_then(|r| r.virtual_us).unwrap_or(0.0);
-        let dense_pages = dense.and_then(|r| r.counters).map_or(0.0, |c| c.flash_pages_read as f64);
+        let dense_pages = dense
+            .and_then(|r| r.counters)
+            .map_or(0.0, |c| c.flash_pages_read as f64);
         for r in &self.rows {
             let (virt, pages, engine, vr, pr) = match (r.virtual_us, r.counters) {
                 (Some(v), Some(c)) => (
@@ -125,14 +147,19 @@ impl fmt::Display for BenchReport {
                 pr
             )?;
         }
-        write!(f, "wall = host clock (median); virtual = simulated device time (median)")
+        write!(
+            f,
+            "wall = host clock (median); virtual = simulated device time (median)"
+        )
     }
 }
 
 fn check(p: &BenchParams) -> Result<(), RunError> {
     check_page_size(p.page_size)?;
     if p.s == 0 || p.kv_heads == 0 || p.group == 0 || p.reps == 0 || p.devices == 0 {
-        return Err(input("--s, --kv-heads, --group, --reps and --devices must be at least 1"));
+        return Err(input(
+            "--s, --kv-heads, --group, --reps and --devices must be at least 1",
+        ));
     }
     if p.d == 0 || p.d % 2 != 0 || p.d > 256 {
         return Err(input(format!("--d {} must be even and in 2..=256", p.d)));
@@ -159,7 +186,12 @@ pub fn run_bench(p: &BenchParams) -> Result<BenchReport, RunError> {
         std::hint::black_box(out);
         walls.push(t.elapsed().as_secs_f64() * 1e3);
     }
-    rows.push(BenchRow { name: "host-dense", wall_ms: median(walls), virtual_us: None, counters: None });
+    rows.push(BenchRow {
+        name: "host-dense",
+        wall_ms: median(walls),
+        virtual_us: None,
+        counters: None,
+    });
 
     let dim_group = if p.d % 4 == 0 { 4 } else { 2 };
     let mut array = sim_array(p.devices, p.page_size)?;
@@ -171,21 +203,36 @@ pub fn run_bench(p: &BenchParams) -> Result<BenchReport, RunError> {
         dim_group,
     };
     let (kb, vb, qb) = (to_f16_bits(&k), to_f16_bits(&v), to_f16_bits(&q));
-    array.open(0, shape)?;
+    array.open(0, shape).map_err(super::open_error)?;
     array.append(0, 0, 0, &kb, &vb)?;
-    for (name, choice) in [("in-storage dense", MethodChoice::Dense), ("in-storage sparf", MethodChoice::SparF)] {
+    for (name, choice) in [
+        ("in-storage dense", MethodChoice::Dense),
+        ("in-storage sparf", MethodChoice::SparF),
+    ] {
         let method = resolve_method(choice, SparseChoice::default(), p.s, p.d)?;
         let (mut walls, mut virts, mut last) = (Vec::new(), Vec::new(), PhaseCounters::default());
         for _ in 0..p.reps {
             let phase = Phase::begin(&mut array)?;
-            let req = ArrayDecode { seq: 0, layer: 0, position: (p.s - 1) as u32, q: &qb, kv_new: None, method };
+            let req = ArrayDecode {
+                seq: 0,
+                layer: 0,
+                position: (p.s - 1) as u32,
+                q: &qb,
+                kv_new: None,
+                method,
+            };
             std::hint::black_box(array.decode_batch(&[req])?);
             let (wall, c) = phase.end(&mut array)?;
             walls.push(wall);
             virts.push(c.virtual_ns as f64 / 1e3);
             last = c;
         }
-        rows.push(BenchRow { name, wall_ms: median(walls), virtual_us: Some(median(virts)), counters: Some(last) });
+        rows.push(BenchRow {
+            name,
+            wall_ms: median(walls),
+            virtual_us: Some(median(virts)),
+            counters: Some(last),
+        });
     }
     array.close(0)?;
     Ok(BenchReport { params: *p, rows })

@@ -102,7 +102,15 @@ impl fmt::Display for DemoReport {
         writeln!(
             f,
             "demo: {} seqs x {} layers, {} q / {} kv heads, d={}, prompt {} + {} steps, {} device(s), {} B pages",
-            p.seqs, p.layers, p.q_heads, p.kv_heads, p.head_dim, p.prompt, p.steps, p.devices, p.page_size
+            p.seqs,
+            p.layers,
+            p.q_heads,
+            p.kv_heads,
+            p.head_dim,
+            p.prompt,
+            p.steps,
+            p.devices,
+            p.page_size
         )?;
         writeln!(
             f,
@@ -133,7 +141,11 @@ impl fmt::Display for DemoReport {
                 r.wall_host_ms
             )?;
         }
-        write!(f, "wall total: {:.1} ms (virtual = simulated device time; wall = host clock)", self.wall_total_ms)
+        write!(
+            f,
+            "wall total: {:.1} ms (virtual = simulated device time; wall = host clock)",
+            self.wall_total_ms
+        )
     }
 }
 
@@ -146,18 +158,30 @@ struct LayerData {
 
 /// Tokens `t0..t1` of a `[heads][total][d]` buffer as `[heads][t1-t0][d]`.
 fn tokens(x: &[f32], heads: usize, total: usize, d: usize, t0: usize, t1: usize) -> Vec<f32> {
-    (0..heads).flat_map(|h| x[(h * total + t0) * d..(h * total + t1) * d].iter().copied()).collect()
+    (0..heads)
+        .flat_map(|h| {
+            x[(h * total + t0) * d..(h * total + t1) * d]
+                .iter()
+                .copied()
+        })
+        .collect()
 }
 
 fn check(p: &DemoParams) -> Result<(), RunError> {
     check_page_size(p.page_size)?;
     if p.layers == 0 || p.seqs == 0 || p.prompt == 0 || p.devices == 0 {
-        return Err(input("--layers, --seqs, --prompt and --devices must be at least 1"));
+        return Err(input(
+            "--layers, --seqs, --prompt and --devices must be at least 1",
+        ));
     }
     if p.layers > usize::from(u16::MAX) {
         return Err(input(format!("--layers {} too large", p.layers)));
     }
-    if u32::try_from(p.seqs).is_err() || p.prompt.checked_add(p.steps).is_none_or(|t| u32::try_from(t).is_err()) {
+    if u32::try_from(p.seqs).is_err()
+        || p.prompt
+            .checked_add(p.steps)
+            .is_none_or(|t| u32::try_from(t).is_err())
+    {
         return Err(input("--seqs, --prompt and --steps too large"));
     }
     Ok(())
@@ -167,13 +191,19 @@ fn check(p: &DemoParams) -> Result<(), RunError> {
 pub fn run_demo(p: &DemoParams) -> Result<DemoReport, RunError> {
     check(p)?;
     let started = Instant::now();
-    let shape = ModelShape { layers: p.layers, q_heads: p.q_heads, kv_heads: p.kv_heads, head_dim: p.head_dim };
+    let shape = ModelShape {
+        layers: p.layers,
+        q_heads: p.q_heads,
+        kv_heads: p.kv_heads,
+        head_dim: p.head_dim,
+    };
     shape.validate()?;
     let total = p.prompt + p.steps;
     let mut data = Vec::with_capacity(p.seqs * p.layers);
     for seq in 0..p.seqs {
         for layer in 0..p.layers {
-            let seed = p.seed ^ ((seq as u64) << 32 | layer as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let seed =
+                p.seed ^ ((seq as u64) << 32 | layer as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
             let (k, v) = structured_kv(seed, p.kv_heads, total, p.head_dim);
             data.push(LayerData { k, v, q_seed: seed });
         }
@@ -182,10 +212,19 @@ pub fn run_demo(p: &DemoParams) -> Result<DemoReport, RunError> {
     for sparf in [false, true] {
         rows.push(run_method(p, shape, &data, sparf)?);
     }
-    Ok(DemoReport { params: *p, rows, wall_total_ms: started.elapsed().as_secs_f64() * 1e3 })
+    Ok(DemoReport {
+        params: *p,
+        rows,
+        wall_total_ms: started.elapsed().as_secs_f64() * 1e3,
+    })
 }
 
-fn run_method(p: &DemoParams, shape: ModelShape, data: &[LayerData], sparf: bool) -> Result<DemoRow, RunError> {
+fn run_method(
+    p: &DemoParams,
+    shape: ModelShape,
+    data: &[LayerData],
+    sparf: bool,
+) -> Result<DemoRow, RunError> {
     let (kvh, d, total) = (p.kv_heads, p.head_dim, p.prompt + p.steps);
     let mut dev = InStorage::new(sim_array(p.devices, p.page_size)?, p.dim_group);
     let mut host = HostDense::new();
@@ -213,14 +252,19 @@ fn run_method(p: &DemoParams, shape: ModelShape, data: &[LayerData], sparf: bool
         let s = pos + 1;
         let method = if sparf {
             let k = (s / 8).max(1);
-            Method::SparF(SparseParams { r: (d / 8).max(1), k, local: k / 4 })
+            Method::SparF(SparseParams {
+                r: (d / 8).max(1),
+                k,
+                local: k / 4,
+            })
         } else {
             Method::Dense
         };
         let mut owned = Vec::with_capacity(data.len());
         for ld in data {
             let mut q = structured_query(ld.q_seed, p.q_heads, d, kvh);
-            let mut rng = SplitMix64::new(ld.q_seed ^ (step as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03));
+            let mut rng =
+                SplitMix64::new(ld.q_seed ^ (step as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03));
             for x in &mut q {
                 *x = round_f16(*x + 0.1 * rng.normal());
             }

@@ -89,14 +89,26 @@ impl Phase {
             let now = dev.device_time().map_or(0, |t| t.now_ns);
             start.push((second, now));
         }
-        Ok(Self { start, read_cost, wall: Instant::now() })
+        Ok(Self {
+            start,
+            read_cost,
+            wall: Instant::now(),
+        })
     }
 
     /// Ends the phase: wall time in ms and the counters.
-    pub fn end<T: Transport>(self, array: &mut CsdArray<T>) -> Result<(f64, PhaseCounters), CsdError> {
+    pub fn end<T: Transport>(
+        self,
+        array: &mut CsdArray<T>,
+    ) -> Result<(f64, PhaseCounters), CsdError> {
         let wall_ms = self.wall.elapsed().as_secs_f64() * 1e3;
         let mut total = PhaseCounters::default();
-        for ((dev, (s0, t0)), cost) in array.devices_mut().iter_mut().zip(&self.start).zip(&self.read_cost) {
+        for ((dev, (s0, t0)), cost) in array
+            .devices_mut()
+            .iter_mut()
+            .zip(&self.start)
+            .zip(&self.read_cost)
+        {
             let t1 = dev.device_time().map_or(0, |t| t.now_ns);
             let s1 = dev.stats()?;
             let d = |a: u64, b: u64| a.saturating_sub(b);

@@ -27,7 +27,16 @@ pub struct QueuePair {
 impl QueuePair {
     /// A fresh pair: both rings empty, expected phase 1.
     pub fn new(qid: u16, sq_base: u64, cq_base: u64, entries: u16) -> Self {
-        Self { qid, sq_base, cq_base, entries, sq_tail: 0, sq_head: 0, cq_head: 0, phase: true }
+        Self {
+            qid,
+            sq_base,
+            cq_base,
+            entries,
+            sq_tail: 0,
+            sq_head: 0,
+            cq_head: 0,
+            phase: true,
+        }
     }
 
     /// Slots the device has not consumed yet.

@@ -64,7 +64,9 @@ impl SimTransport {
     /// I/O queue pair of `io_entries` (2..=4096) entries.
     pub fn with_device(mut dev: SimCsd, io_entries: u16) -> Result<Self, TransportError> {
         if !(2..=4096).contains(&io_entries) {
-            return Err(TransportError::Setup(format!("I/O queue size {io_entries} not in 2..=4096")));
+            return Err(TransportError::Setup(format!(
+                "I/O queue size {io_entries} not in 2..=4096"
+            )));
         }
         let mem = dev.host_memory();
         let asq = mem.alloc_contiguous(usize::from(ADMIN_ENTRIES) * Sqe::SIZE);
@@ -106,7 +108,10 @@ impl SimTransport {
     }
 
     fn setup_command(&mut self, sqe: Sqe, what: &str) -> Result<(), TransportError> {
-        let res = self.admin(IoRequest { sqe, data: IoData::None })?;
+        let res = self.admin(IoRequest {
+            sqe,
+            data: IoData::None,
+        })?;
         let status = res.cqe.status();
         if status.is_success() {
             Ok(())
@@ -119,7 +124,11 @@ impl SimTransport {
     /// (PRP1 / PRP2 of a command without data are left as given).
     fn stage(&mut self, sqe: &mut Sqe, data: &IoData) -> Result<Buffers, TransportError> {
         let len = data.len();
-        let mut bufs = Buffers { data_pages: Vec::new(), list_pages: Vec::new(), read_back: 0 };
+        let mut bufs = Buffers {
+            data_pages: Vec::new(),
+            list_pages: Vec::new(),
+            read_back: 0,
+        };
         if len == 0 {
             // No data phase: PRP1 keeps what the caller set (queue creation
             // puts the queue's base address there).
@@ -150,10 +159,16 @@ impl SimTransport {
             IoData::None => Ok(()),
         };
         let pair = staged.map_err(TransportError::from).and_then(|()| {
-            prp::build(len, 0, &bufs.data_pages, &bufs.list_pages, |addr, list: &[u64; ENTRIES_PER_LIST]| {
-                let bytes: Vec<u8> = list.iter().flat_map(|e| e.to_le_bytes()).collect();
-                mem.write(addr, &bytes).map_err(TransportError::from)
-            })
+            prp::build(
+                len,
+                0,
+                &bufs.data_pages,
+                &bufs.list_pages,
+                |addr, list: &[u64; ENTRIES_PER_LIST]| {
+                    let bytes: Vec<u8> = list.iter().flat_map(|e| e.to_le_bytes()).collect();
+                    mem.write(addr, &bytes).map_err(TransportError::from)
+                },
+            )
         });
         match pair {
             Ok(pair) => {
@@ -192,7 +207,9 @@ impl SimTransport {
     fn run_device(&mut self) -> Result<(), TransportError> {
         self.dev.process()?;
         if self.dev.fatal() {
-            return Err(TransportError::DeviceFailed("controller fatal status (CSTS.CFS) set".into()));
+            return Err(TransportError::DeviceFailed(
+                "controller fatal status (CSTS.CFS) set".into(),
+            ));
         }
         Ok(())
     }
@@ -222,12 +239,18 @@ impl SimTransport {
         while let Some(cqe) = self.peek_cq(false)? {
             self.pop_cq(false, &cqe)?;
             if cqe.sq_id != IO_QID {
-                return Err(TransportError::UnexpectedCompletion { cid: cqe.cid, sq_id: cqe.sq_id });
+                return Err(TransportError::UnexpectedCompletion {
+                    cid: cqe.cid,
+                    sq_id: cqe.sq_id,
+                });
             }
-            let bufs = self
-                .pending
-                .remove(&cqe.cid)
-                .ok_or(TransportError::UnexpectedCompletion { cid: cqe.cid, sq_id: cqe.sq_id })?;
+            let bufs =
+                self.pending
+                    .remove(&cqe.cid)
+                    .ok_or(TransportError::UnexpectedCompletion {
+                        cid: cqe.cid,
+                        sq_id: cqe.sq_id,
+                    })?;
             let data = self.unstage(bufs)?;
             self.ready.push_back((cqe.cid, IoResult { cqe, data }));
             n += 1;
@@ -265,7 +288,10 @@ impl Transport for SimTransport {
         self.pop_cq(true, &cqe)?;
         if cqe.cid != cid || cqe.sq_id != 0 {
             self.release(&bufs);
-            return Err(TransportError::UnexpectedCompletion { cid: cqe.cid, sq_id: cqe.sq_id });
+            return Err(TransportError::UnexpectedCompletion {
+                cid: cqe.cid,
+                sq_id: cqe.sq_id,
+            });
         }
         let data = self.unstage(bufs)?;
         Ok(IoResult { cqe, data })
@@ -308,7 +334,9 @@ impl Transport for SimTransport {
                 }
             }
         }
-        self.ready.pop_front().ok_or(TransportError::NothingInFlight)
+        self.ready
+            .pop_front()
+            .ok_or(TransportError::NothingInFlight)
     }
 
     fn in_flight(&self) -> usize {
@@ -325,5 +353,87 @@ impl Transport for SimTransport {
             engine_busy_ns: b.engine_busy,
             dma_busy_ns: b.dma_busy,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Stages `len` bytes, walks the PRPs as a device would and compares.
+    fn staged_bytes_walk_back(t: &mut SimTransport, len: usize) {
+        let data: Vec<u8> = (0..len).map(|i| (i * 7 + i / 4096) as u8).collect();
+        let mut sqe = Sqe::new(Opcode::KV_APPEND);
+        let bufs = t.stage(&mut sqe, &IoData::ToDevice(data.clone())).unwrap();
+        let mem = t.dev.host_memory();
+        let mut walker = prp::PrpWalker::new(sqe.prp1, sqe.prp2, len).unwrap();
+        let mut got = Vec::with_capacity(len);
+        let mut segments = 0;
+        while let Some((addr, n)) = walker
+            .next_segment(|a, out: &mut [u64]| {
+                let mut raw = vec![0u8; out.len() * 8];
+                mem.read(a, &mut raw).map_err(TransportError::from)?;
+                for (o, c) in out.iter_mut().zip(raw.chunks_exact(8)) {
+                    *o = u64::from_le_bytes(c.try_into().unwrap_or_default());
+                }
+                Ok::<(), TransportError>(())
+            })
+            .unwrap()
+        {
+            let mut chunk = vec![0u8; n];
+            mem.read(addr, &mut chunk).unwrap();
+            got.extend_from_slice(&chunk);
+            segments += 1;
+        }
+        assert_eq!(got, data, "{len} bytes");
+        assert_eq!(segments, len.div_ceil(PAGE));
+        assert_eq!(bufs.list_pages.len(), prp::layout(len, 0).list_pages);
+        let before = t.dev.host_memory().mapped_pages();
+        t.release(&bufs);
+        let freed = before - t.dev.host_memory().mapped_pages();
+        assert_eq!(freed, bufs.data_pages.len() + bufs.list_pages.len());
+    }
+
+    #[test]
+    fn prps_describe_every_size() {
+        let mut t = SimTransport::new(4096).unwrap();
+        // PRP1 only, PRP1 + PRP2, one PRP list, chained PRP lists.
+        for len in [1, 4095, 4096, 4097, 8192, 8193, 1 << 20, (4 << 20) + 3] {
+            staged_bytes_walk_back(&mut t, len);
+        }
+    }
+
+    #[test]
+    fn oversized_and_empty_transfers() {
+        let mut t = SimTransport::new(4096).unwrap();
+        let mut sqe = Sqe::new(Opcode::DECODE_FETCH);
+        sqe.prp1 = 0x1000;
+        let bufs = t.stage(&mut sqe, &IoData::None).unwrap();
+        assert!(bufs.data_pages.is_empty());
+        assert_eq!(sqe.prp1, 0x1000, "no-data commands keep their PRP1");
+        let e = t
+            .stage(&mut sqe, &IoData::FromDevice(prp::MAX_LEN + 1))
+            .unwrap_err();
+        assert!(matches!(e, TransportError::BadTransfer { .. }));
+        assert!(matches!(t.reap(), Err(TransportError::NothingInFlight)));
+        assert_eq!(t.in_flight(), 0);
+    }
+
+    #[test]
+    fn unknown_opcode_completes_with_error_status() {
+        let mut t = SimTransport::new(4096).unwrap();
+        let cid = t
+            .submit(IoRequest {
+                sqe: Sqe::new(Opcode(0x99)),
+                data: IoData::None,
+            })
+            .unwrap();
+        assert_eq!(t.in_flight(), 1);
+        let (c, res) = t.reap().unwrap();
+        assert_eq!(c, cid);
+        assert_eq!(res.cqe.cid, cid);
+        assert!(!res.cqe.status().is_success());
+        let time = t.device_time().unwrap();
+        assert!(time.now_ns > 0);
     }
 }

@@ -1,0 +1,183 @@
+use attention::shape::{Method, SparseParams};
+
+use super::attend::{
+    AttendInputs, DeviceChoice, MethodChoice, SparseChoice, attend, resolve_method,
+};
+use super::bench::{BenchParams, run_bench};
+use super::demo::{DemoParams, run_demo};
+use crate::npy::NpyArray;
+
+#[test]
+fn sparse_defaults() {
+    let m = resolve_method(MethodChoice::SparF, SparseChoice::default(), 1000, 64).unwrap();
+    assert_eq!(
+        m,
+        Method::SparF(SparseParams {
+            r: 8,
+            k: 125,
+            local: 31
+        })
+    );
+    let m = resolve_method(MethodChoice::SparF, SparseChoice::default(), 3, 4).unwrap();
+    assert_eq!(
+        m,
+        Method::SparF(SparseParams {
+            r: 1,
+            k: 1,
+            local: 0
+        })
+    );
+    let given = SparseChoice {
+        r: Some(2),
+        topk: Some(9),
+        local: Some(1),
+    };
+    assert_eq!(
+        resolve_method(MethodChoice::SparF, given, 100, 8).unwrap(),
+        Method::SparF(SparseParams {
+            r: 2,
+            k: 9,
+            local: 1
+        })
+    );
+    assert_eq!(
+        resolve_method(MethodChoice::Dense, given, 1, 1).unwrap(),
+        Method::Dense
+    );
+    for bad in [
+        SparseChoice {
+            r: Some(0),
+            ..given
+        },
+        SparseChoice {
+            r: Some(9),
+            ..given
+        },
+        SparseChoice {
+            topk: Some(0),
+            ..given
+        },
+    ] {
+        let e = resolve_method(MethodChoice::SparF, bad, 100, 8).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+    }
+}
+
+fn arr(shape: &[usize]) -> NpyArray {
+    NpyArray::from_f32(shape.to_vec(), vec![0.25; shape.iter().product()]).unwrap()
+}
+
+#[test]
+fn input_shapes_are_checked() {
+    let ok = AttendInputs::from_arrays(&arr(&[2, 5, 8]), &arr(&[2, 5, 8]), &arr(&[4, 8])).unwrap();
+    assert_eq!((ok.kv_heads, ok.q_heads, ok.s, ok.d), (2, 4, 5, 8));
+    assert_eq!(ok.host_offload_bytes(), 2 * 2 * 5 * 8 * 2);
+    type Case<'a> = (&'a [usize], &'a [usize], &'a [usize], &'a str);
+    let cases: [Case<'_>; 7] = [
+        (&[5, 8], &[5, 8], &[1, 8], "shape"),
+        (&[2, 5, 8], &[2, 6, 8], &[2, 8], "must match"),
+        (&[2, 5, 8], &[2, 5, 8], &[2, 8, 1], "shape"),
+        (&[2, 5, 8], &[2, 5, 8], &[2, 6], "head dimension"),
+        (&[2, 5, 8], &[2, 5, 8], &[3, 8], "multiple"),
+        (&[1, 5, 7], &[1, 5, 7], &[1, 7], "even"),
+        (&[1, 0, 8], &[1, 0, 8], &[1, 8], "empty"),
+    ];
+    for (k, v, q, needle) in cases {
+        let e = AttendInputs::from_arrays(&arr(k), &arr(v), &arr(q)).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains(needle), "{e} lacks {needle}");
+    }
+}
+
+#[test]
+fn attend_reports_the_decode_step() {
+    // 1000 tokens: more than the device keeps in its DRAM tail.
+    let inputs =
+        AttendInputs::from_arrays(&arr(&[2, 1000, 16]), &arr(&[2, 1000, 16]), &arr(&[2, 16]))
+            .unwrap();
+    let (out, r) = attend(
+        &inputs,
+        MethodChoice::Dense,
+        SparseChoice::default(),
+        DeviceChoice::default(),
+    )
+    .unwrap();
+    assert_eq!(out, vec![0.25; 32]);
+    // q in (2·16·2) and outputs out (2·16·4 + 32 report bytes).
+    assert_eq!(r.counters.pcie_bytes, 64 + 128 + 32);
+    assert!(r.counters.flash_pages_read > 0);
+    assert!(r.counters.virtual_ns > 0);
+    let j = r.to_json();
+    assert_eq!(j["method"], "dense");
+    assert_eq!(j["pcie_bytes"], 224);
+    let e = attend(
+        &inputs,
+        MethodChoice::Dense,
+        SparseChoice::default(),
+        DeviceChoice {
+            dim_group: 3,
+            ..DeviceChoice::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    let e = attend(
+        &inputs,
+        MethodChoice::Dense,
+        SparseChoice::default(),
+        DeviceChoice {
+            page_size: 512,
+            ..DeviceChoice::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+}
+
+#[test]
+fn small_demo_matches_reference() {
+    let p = DemoParams {
+        layers: 2,
+        seqs: 2,
+        steps: 3,
+        prompt: 64,
+        devices: 2,
+        ..DemoParams::default()
+    };
+    let r = run_demo(&p).unwrap();
+    assert_eq!(r.rows.len(), 2);
+    for row in &r.rows {
+        assert!(
+            row.max_abs_err < 1e-2,
+            "{}: {}",
+            row.method,
+            row.max_abs_err
+        );
+        assert!(row.virtual_ns > 0);
+    }
+    let text = r.to_string();
+    assert!(text.contains("dense") && text.contains("sparf") && text.contains("virtual"));
+    assert!(run_demo(&DemoParams { seqs: 0, ..p }).is_err());
+}
+
+#[test]
+fn small_bench_prints_three_rows() {
+    let p = BenchParams {
+        s: 64,
+        d: 16,
+        kv_heads: 2,
+        group: 2,
+        reps: 2,
+        ..BenchParams::default()
+    };
+    let r = run_bench(&p).unwrap();
+    assert_eq!(r.rows.len(), 3);
+    assert!(r.rows[1].virtual_us.is_some() && r.rows[0].virtual_us.is_none());
+    assert!(r.to_string().contains("in-storage sparf"));
+    assert_eq!(
+        run_bench(&BenchParams { d: 7, ..p })
+            .unwrap_err()
+            .exit_code(),
+        2
+    );
+}
