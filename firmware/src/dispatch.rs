@@ -352,38 +352,25 @@ where
     let seq = st.sequences.get(c.seq)?;
     let s = seq.len[layer] as usize;
     let g = seq.group();
-    let mut out = Vec::with_capacity(q_heads * d);
-    let mut cost = HeadCost::default();
-    for h in 0..kvh {
-        let job = HeadJob {
+    let jobs: Vec<HeadJob<'_>> = (0..kvh)
+        .map(|h| HeadJob {
             stream: seq.stream(layer, h),
             s,
             g,
             d,
             q: &qf[h * g * d..(h + 1) * g * d],
             vsum: seq.vsum(layer, h),
-        };
-        let head_out = match method {
-            None => scheduler::dense(
-                &mut dev.board,
-                &st.ftl,
-                &job,
-                &mut st.scratch,
-                &mut st.counters,
-                &mut cost,
-            ),
-            Some(p) => scheduler::sparf(
-                &mut dev.board,
-                &st.ftl,
-                &job,
-                p,
-                &mut st.scratch,
-                &mut st.counters,
-                &mut cost,
-            ),
-        }?;
-        out.extend_from_slice(&head_out);
-    }
+        })
+        .collect();
+    let mut cost = HeadCost::default();
+    let mut cx = scheduler::Ctx {
+        board: &mut dev.board,
+        ftl: &st.ftl,
+        scratch: &mut st.scratch,
+        counters: &mut st.counters,
+        cost: &mut cost,
+    };
+    let out = scheduler::decode_layer(&mut cx, &jobs, method)?;
     st.counters.decodes += 1;
     st.counters.pages_skipped += cost.pages_skipped;
     st.counters.engine_bytes += cost.engine_bytes;

@@ -98,7 +98,14 @@ fn interleaved_sequences_match_the_engine_every_step() {
                 let v = sample(&mut rng, KV_HEADS * D, 1.0);
                 let pos = host.k[layer][0].len() / D;
                 let t = dev
-                    .submit_decode(i as u32, layer as u16, pos as u32, &q, Some((&k, &v)), method)
+                    .submit_decode(
+                        i as u32,
+                        layer as u16,
+                        pos as u32,
+                        &q,
+                        Some((&k, &v)),
+                        method,
+                    )
                     .unwrap();
                 host.push(layer, &k, &v);
                 inflight.push((t, i, layer, q));

@@ -91,7 +91,8 @@ fn partial_pages_under_a_small_dram_budget() {
                 .flat_map(|h| x[(h * p.s + at) * d..(h * p.s + at + n) * d].to_vec())
                 .collect()
         };
-        dev.append(1, 0, at as u32, &slice(&p.k), &slice(&p.v)).unwrap();
+        dev.append(1, 0, at as u32, &slice(&p.k), &slice(&p.v))
+            .unwrap();
         at += n;
     }
     let stats = dev.stats().unwrap();
@@ -100,6 +101,8 @@ fn partial_pages_under_a_small_dram_budget() {
     let t = dev.submit_decode(1, 0, 2999, &p.q, None, method).unwrap();
     let got = dev.fetch(t).unwrap();
     assert_eq!(got.raw, p.engine(method));
-    let t = dev.submit_decode(1, 0, 2999, &p.q, None, Method::Dense).unwrap();
+    let t = dev
+        .submit_decode(1, 0, 2999, &p.q, None, Method::Dense)
+        .unwrap();
     assert_eq!(dev.fetch(t).unwrap().raw, p.engine(Method::Dense));
 }

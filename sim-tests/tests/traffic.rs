@@ -33,7 +33,10 @@ fn sparf_moves_a_quarter_or_less_of_dense() {
         // without a chosen token; the filter drops the rest.
         assert!(sparse.report.pages_skipped > 0);
         assert!(sparse.report.elements_filtered > 0);
-        eprintln!("page {page_size}: dense {:?}\n  sparf {:?}", dense.report, sparse.report);
+        eprintln!(
+            "page {page_size}: dense {:?}\n  sparf {:?}",
+            dense.report, sparse.report
+        );
         // The device-wide counters agree with the per-decode report.
         assert_eq!(
             after.flash_pages_skipped - before.flash_pages_skipped,

@@ -5,7 +5,10 @@
 
 use alloc::vec::Vec;
 
-use super::{ALPHA_EPS, DENSE_EPS, P_ONE, ROUNDING, SPARF_EPS, dense_group, f32_to_f16_bits, fx_to_f32, sparf_group};
+use super::{
+    ALPHA_EPS, DENSE_EPS, P_ONE, ROUNDING, SPARF_EPS, dense_group, f32_to_f16_bits, fx_to_f32,
+    sparf_group,
+};
 use crate::math::{exp, sqrt};
 use crate::reference::{dense, sparf_traced};
 use crate::shape::{GroupShape, SparseParams};

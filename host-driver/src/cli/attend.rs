@@ -46,8 +46,9 @@ pub struct Args {
     /// Flash page size of the simulated drives, bytes.
     #[arg(long, default_value = "4096", value_parser = super::page_size_parser())]
     page_size: String,
-    /// Dims per group of the dim-indexed K layout (divides d, at most 8).
-    #[arg(long, default_value_t = 4)]
+    /// Dims per page of the dim-indexed K copy (divides d, at most 8); 1
+    /// skips the most dim pages (see `instinfer bench attend`).
+    #[arg(long, default_value_t = 1)]
     dim_group: u8,
     /// Output [q_heads, d] f32.
     #[arg(long)]

@@ -99,7 +99,7 @@ impl Default for DeviceChoice {
         Self {
             devices: 1,
             page_size: 4096,
-            dim_group: 4,
+            dim_group: 1,
         }
     }
 }

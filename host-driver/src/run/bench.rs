@@ -65,8 +65,8 @@ impl Default for BenchParams {
 /// One row of the table.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BenchRow {
-    /// `host-dense`, `in-storage dense`, `in-storage sparf`.
-    pub name: &'static str,
+    /// `host-dense`, `in-storage dense`, `in-storage sparf m=M`.
+    pub name: String,
     /// Median wall time, ms.
     pub wall_ms: f64,
     /// Median virtual device time, µs (None for the host).
@@ -107,7 +107,7 @@ impl fmt::Display for BenchReport {
         )?;
         writeln!(
             f,
-            "{:<18} {:>12} {:>14} {:>11} {:>14} {:>16} {:>19} {:>17}",
+            "{:<22} {:>12} {:>14} {:>11} {:>14} {:>16} {:>19} {:>17}",
             "backend",
             "wall ms",
             "virtual us",
@@ -136,7 +136,7 @@ impl fmt::Display for BenchReport {
             };
             writeln!(
                 f,
-                "{:<18} {:>12.3} {:>14} {:>11} {:>14} {:>16} {:>19} {:>17}",
+                "{:<22} {:>12.3} {:>14} {:>11} {:>14} {:>16} {:>19} {:>17}",
                 r.name,
                 r.wall_ms,
                 virt,
@@ -187,34 +187,40 @@ pub fn run_bench(p: &BenchParams) -> Result<BenchReport, RunError> {
         walls.push(t.elapsed().as_secs_f64() * 1e3);
     }
     rows.push(BenchRow {
-        name: "host-dense",
+        name: "host-dense".into(),
         wall_ms: median(walls),
         virtual_us: None,
         counters: None,
     });
 
-    let dim_group = if p.d % 4 == 0 { 4 } else { 2 };
+    // Dense once; SparF for every dim group m (dims per dim page) that
+    // divides d: m trades dim-page skipping (small m) against DRAM held
+    // for unfinished dim pages (N = page / 2m tokens per page).
     let mut array = sim_array(p.devices, p.page_size)?;
-    let shape = SeqShape {
-        layers: 1,
-        kv_heads: p.kv_heads as u8,
-        group: p.group as u8,
-        head_dim: p.d as u16,
-        dim_group,
-    };
     let (kb, vb, qb) = (to_f16_bits(&k), to_f16_bits(&v), to_f16_bits(&q));
-    array.open(0, shape).map_err(super::open_error)?;
-    array.append(0, 0, 0, &kb, &vb)?;
-    for (name, choice) in [
-        ("in-storage dense", MethodChoice::Dense),
-        ("in-storage sparf", MethodChoice::SparF),
-    ] {
+    let mut runs = vec![("in-storage dense".to_string(), MethodChoice::Dense, 1u8)];
+    for m in [1u8, 2, 4, 8] {
+        if p.d % usize::from(m) == 0 {
+            runs.push((format!("in-storage sparf m={m}"), MethodChoice::SparF, m));
+        }
+    }
+    for (seq, (name, choice, dim_group)) in runs.into_iter().enumerate() {
+        let seq = seq as u32;
+        let shape = SeqShape {
+            layers: 1,
+            kv_heads: p.kv_heads as u8,
+            group: p.group as u8,
+            head_dim: p.d as u16,
+            dim_group,
+        };
+        array.open(seq, shape).map_err(super::open_error)?;
+        array.append(seq, 0, 0, &kb, &vb)?;
         let method = resolve_method(choice, SparseChoice::default(), p.s, p.d)?;
         let (mut walls, mut virts, mut last) = (Vec::new(), Vec::new(), PhaseCounters::default());
         for _ in 0..p.reps {
             let phase = Phase::begin(&mut array)?;
             let req = ArrayDecode {
-                seq: 0,
+                seq,
                 layer: 0,
                 position: (p.s - 1) as u32,
                 q: &qb,
@@ -233,7 +239,7 @@ pub fn run_bench(p: &BenchParams) -> Result<BenchReport, RunError> {
             virtual_us: Some(median(virts)),
             counters: Some(last),
         });
+        array.close(seq)?;
     }
-    array.close(0)?;
     Ok(BenchReport { params: *p, rows })
 }

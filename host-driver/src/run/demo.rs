@@ -62,7 +62,7 @@ impl Default for DemoParams {
             q_heads: 9,
             kv_heads: 3,
             head_dim: 64,
-            dim_group: 4,
+            dim_group: 1,
             seed: 0x1A57_1AFE,
         }
     }

@@ -161,7 +161,7 @@ fn small_demo_matches_reference() {
 }
 
 #[test]
-fn small_bench_prints_three_rows() {
+fn small_bench_prints_host_dense_and_sparf_per_dim_group() {
     let p = BenchParams {
         s: 64,
         d: 16,
@@ -171,9 +171,13 @@ fn small_bench_prints_three_rows() {
         ..BenchParams::default()
     };
     let r = run_bench(&p).unwrap();
-    assert_eq!(r.rows.len(), 3);
+    // host-dense, in-storage dense, SparF for m = 1, 2, 4, 8 (all divide 16).
+    assert_eq!(r.rows.len(), 6);
     assert!(r.rows[1].virtual_us.is_some() && r.rows[0].virtual_us.is_none());
-    assert!(r.to_string().contains("in-storage sparf"));
+    let text = r.to_string();
+    for m in [1, 2, 4, 8] {
+        assert!(text.contains(&format!("in-storage sparf m={m}")), "{text}");
+    }
     assert_eq!(
         run_bench(&BenchParams { d: 7, ..p })
             .unwrap_err()
