@@ -1,6 +1,8 @@
 //! Shapes and method parameters shared by the reference and the engine, and
 //! the one place where buffer lengths are checked against them.
 
+use alloc::vec::Vec;
+
 use crate::error::AttentionError;
 
 /// Largest head dimension (the engine's `dot` overflow bound assumes it).
@@ -157,6 +159,30 @@ impl HeadsLayout {
         expect_len("k", kv_expected, k_len)?;
         expect_len("v", kv_expected, v_len)?;
         Ok(shape)
+    }
+
+    /// Checks the buffers and runs `f` on each KV group's `(q, k, v)`
+    /// slices (`[group][d]`, `[s][d]`, `[s][d]`), concatenating the
+    /// `[group][d]` outputs in head order.
+    pub fn per_group<T, O: Copy>(
+        &self,
+        q: &[T],
+        k: &[T],
+        v: &[T],
+        mut f: impl FnMut(&[T], &[T], &[T], GroupShape) -> Result<Vec<O>, AttentionError>,
+    ) -> Result<Vec<O>, AttentionError> {
+        let shape = self.check_inputs(q.len(), k.len(), v.len())?;
+        let q_group = shape.group * self.d;
+        let kv_group = self.s * self.d;
+        let mut out = Vec::with_capacity(q.len());
+        for ((q_g, k_g), v_g) in q
+            .chunks_exact(q_group)
+            .zip(k.chunks_exact(kv_group))
+            .zip(v.chunks_exact(kv_group))
+        {
+            out.extend_from_slice(&f(q_g, k_g, v_g, shape)?);
+        }
+        Ok(out)
     }
 }
 

@@ -24,34 +24,20 @@ pub fn attend_heads(
     s: usize,
     d: usize,
 ) -> Result<Vec<i32>, AttentionError> {
+    method.validate(d)?;
     let layout = HeadsLayout {
         q_heads,
         kv_heads,
         s,
         d,
     };
-    let shape = layout.check_inputs(q.len(), k.len(), v.len())?;
-    method.validate(d)?;
-    let q_group = shape.group * d;
-    let kv_group = s * d;
-    let mut out = Vec::with_capacity(q.len());
-    for ((q_g, k_g), v_g) in q
-        .chunks_exact(q_group)
-        .zip(k.chunks_exact(kv_group))
-        .zip(v.chunks_exact(kv_group))
-    {
-        let o = match method {
-            Method::Dense => dense_group(q_g, k_g, v_g, shape)?,
-            Method::SparF(p) => sparf_group(q_g, k_g, v_g, shape, p)?.out,
-            Method::SparQ(_) => {
-                return Err(AttentionError::Unsupported {
-                    method: method.name(),
-                });
-            }
-        };
-        out.extend_from_slice(&o);
-    }
-    Ok(out)
+    layout.per_group(q, k, v, |q_g, k_g, v_g, shape| match method {
+        Method::Dense => dense_group(q_g, k_g, v_g, shape),
+        Method::SparF(p) => Ok(sparf_group(q_g, k_g, v_g, shape, p)?.out),
+        Method::SparQ(_) => Err(AttentionError::Unsupported {
+            method: method.name(),
+        }),
+    })
 }
 
 #[cfg(test)]

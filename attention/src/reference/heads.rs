@@ -21,30 +21,18 @@ pub fn attend_heads(
     s: usize,
     d: usize,
 ) -> Result<Vec<f32>, AttentionError> {
+    method.validate(d)?;
     let layout = HeadsLayout {
         q_heads,
         kv_heads,
         s,
         d,
     };
-    let shape = layout.check_inputs(q.len(), k.len(), v.len())?;
-    method.validate(d)?;
-    let q_group = shape.group * d;
-    let kv_group = s * d;
-    let mut out = Vec::with_capacity(q.len());
-    for ((q_g, k_g), v_g) in q
-        .chunks_exact(q_group)
-        .zip(k.chunks_exact(kv_group))
-        .zip(v.chunks_exact(kv_group))
-    {
-        let o = match method {
-            Method::Dense => dense(q_g, k_g, v_g, shape)?,
-            Method::SparQ(p) => sparq(q_g, k_g, v_g, shape, p)?,
-            Method::SparF(p) => sparf(q_g, k_g, v_g, shape, p)?,
-        };
-        out.extend_from_slice(&o);
-    }
-    Ok(out)
+    layout.per_group(q, k, v, |q_g, k_g, v_g, shape| match method {
+        Method::Dense => dense(q_g, k_g, v_g, shape),
+        Method::SparQ(p) => sparq(q_g, k_g, v_g, shape, p),
+        Method::SparF(p) => sparf(q_g, k_g, v_g, shape, p),
+    })
 }
 
 #[cfg(test)]
