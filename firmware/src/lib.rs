@@ -9,6 +9,7 @@
 //! Generic over the [`hal`] traits, integer-only, `no_std` (with `alloc` for
 //! the device DRAM working set). Every error becomes an NVMe status.
 #![no_std]
+#![forbid(unsafe_code)]
 
 extern crate alloc;
 

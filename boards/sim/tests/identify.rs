@@ -56,7 +56,9 @@ fn identify_controller_reports_the_instcsd_capability_block() {
 /// Writes `sqe` to admin slot `slot`, runs the device and returns the CQE.
 fn admin(csd: &mut SimCsd, asq: u64, acq: u64, slot: u16, sqe: proto::Sqe) -> Cqe {
     let at = u64::from(slot);
-    csd.host_memory().write(asq + at * 64, &sqe.to_bytes()).unwrap();
+    csd.host_memory()
+        .write(asq + at * 64, &sqe.to_bytes())
+        .unwrap();
     csd.ring_sq(0, slot + 1);
     csd.process().unwrap();
     let mut raw = [0u8; 16];
@@ -79,13 +81,21 @@ fn bad_data_pointers_get_a_status_and_the_device_keeps_serving() {
     let mut sqe = proto::identify_controller();
     sqe.prp1 = 0xdead_0000;
     let cqe = admin(&mut csd, asq, acq, 0, sqe);
-    assert!(cqe.status().same_code(&Status::DATA_TRANSFER_ERROR), "{}", cqe.status());
+    assert!(
+        cqe.status().same_code(&Status::DATA_TRANSFER_ERROR),
+        "{}",
+        cqe.status()
+    );
 
     // PRP1 not dword aligned.
     let mut sqe = proto::identify_controller();
     sqe.prp1 = good + 2;
     let cqe = admin(&mut csd, asq, acq, 1, sqe);
-    assert!(cqe.status().same_code(&Status::PRP_OFFSET_INVALID), "{}", cqe.status());
+    assert!(
+        cqe.status().same_code(&Status::PRP_OFFSET_INVALID),
+        "{}",
+        cqe.status()
+    );
 
     // A 512-byte log page starting 3.9 KiB into a page spans two pages: PRP2
     // must be page aligned.
@@ -93,7 +103,11 @@ fn bad_data_pointers_get_a_status_and_the_device_keeps_serving() {
     sqe.prp1 = good + 4000;
     sqe.prp2 = list + 8;
     let cqe = admin(&mut csd, asq, acq, 2, sqe);
-    assert!(cqe.status().same_code(&Status::PRP_OFFSET_INVALID), "{}", cqe.status());
+    assert!(
+        cqe.status().same_code(&Status::PRP_OFFSET_INVALID),
+        "{}",
+        cqe.status()
+    );
 
     // Still serving.
     let mut sqe = proto::identify_controller();

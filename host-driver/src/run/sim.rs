@@ -11,7 +11,7 @@ use proto::StatsLog;
 
 use crate::array::CsdArray;
 use crate::csd::{Csd, CsdError};
-use crate::transport::{SimTransport, Transport};
+use crate::transport::{DeviceTime, SimTransport, Transport};
 
 use super::{RunError, check_page_size, input};
 
@@ -48,6 +48,49 @@ pub struct PhaseCounters {
     pub pcie_bytes: u64,
     /// Flash pages programmed.
     pub flash_pages_programmed: u64,
+    /// Virtual busy time of the resources, summed over devices (ns). They
+    /// overlap each other: they break the work down, not the latency.
+    pub busy: Busy,
+}
+
+/// Virtual busy time per resource (ns).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Busy {
+    /// NAND dies: tR, tPROG, tBERS, summed over dies.
+    pub flash_ns: u64,
+    /// Channel buses, summed over channels.
+    pub bus_ns: u64,
+    /// The attention engine.
+    pub engine_ns: u64,
+    /// PCIe DMA.
+    pub dma_ns: u64,
+}
+
+impl Busy {
+    fn of(t: Option<DeviceTime>) -> Self {
+        t.map_or(Self::default(), |t| Self {
+            flash_ns: t.flash_busy_ns,
+            bus_ns: t.bus_busy_ns,
+            engine_ns: t.engine_busy_ns,
+            dma_ns: t.dma_busy_ns,
+        })
+    }
+
+    fn since(&self, start: &Self) -> Self {
+        Self {
+            flash_ns: self.flash_ns.saturating_sub(start.flash_ns),
+            bus_ns: self.bus_ns.saturating_sub(start.bus_ns),
+            engine_ns: self.engine_ns.saturating_sub(start.engine_ns),
+            dma_ns: self.dma_ns.saturating_sub(start.dma_ns),
+        }
+    }
+
+    fn add(&mut self, other: &Self) {
+        self.flash_ns += other.flash_ns;
+        self.bus_ns += other.bus_ns;
+        self.engine_ns += other.engine_ns;
+        self.dma_ns += other.dma_ns;
+    }
 }
 
 impl PhaseCounters {
@@ -61,13 +104,14 @@ impl PhaseCounters {
         self.elements_filtered += other.elements_filtered;
         self.pcie_bytes += other.pcie_bytes;
         self.flash_pages_programmed += other.flash_pages_programmed;
+        self.busy.add(&other.busy);
     }
 }
 
 /// A phase being measured.
 #[derive(Debug)]
 pub struct Phase {
-    start: Vec<(StatsLog, u64)>,
+    start: Vec<(StatsLog, u64, Busy)>,
     /// PCIe bytes one stats read costs, per device.
     read_cost: Vec<u64>,
     wall: Instant,
@@ -86,8 +130,9 @@ impl Phase {
             let first = dev.stats()?;
             let second = dev.stats()?;
             read_cost.push(pcie(&second).saturating_sub(pcie(&first)));
-            let now = dev.device_time().map_or(0, |t| t.now_ns);
-            start.push((second, now));
+            let time = dev.device_time();
+            let now = time.map_or(0, |t| t.now_ns);
+            start.push((second, now, Busy::of(time)));
         }
         Ok(Self {
             start,
@@ -103,13 +148,14 @@ impl Phase {
     ) -> Result<(f64, PhaseCounters), CsdError> {
         let wall_ms = self.wall.elapsed().as_secs_f64() * 1e3;
         let mut total = PhaseCounters::default();
-        for ((dev, (s0, t0)), cost) in array
+        for ((dev, (s0, t0, b0)), cost) in array
             .devices_mut()
             .iter_mut()
             .zip(&self.start)
             .zip(&self.read_cost)
         {
-            let t1 = dev.device_time().map_or(0, |t| t.now_ns);
+            let time = dev.device_time();
+            let t1 = time.map_or(0, |t| t.now_ns);
             let s1 = dev.stats()?;
             let d = |a: u64, b: u64| a.saturating_sub(b);
             total.add(&PhaseCounters {
@@ -121,6 +167,7 @@ impl Phase {
                 elements_filtered: d(s1.elements_filtered, s0.elements_filtered),
                 pcie_bytes: d(d(pcie(&s1), pcie(s0)), *cost),
                 flash_pages_programmed: d(s1.flash_pages_programmed, s0.flash_pages_programmed),
+                busy: Busy::of(time).since(b0),
             });
         }
         Ok((wall_ms, total))
