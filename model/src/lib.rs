@@ -1,0 +1,2 @@
+//! SmolLM2 on the CPU.
+#![forbid(unsafe_code)]
