@@ -21,4 +21,4 @@ pub mod shape;
 pub mod testdata;
 
 pub use error::AttentionError;
-pub use shape::{GroupShape, HeadsLayout, Method, SparseParams};
+pub use shape::{GroupShape, H2oParams, HeadsLayout, Method, SparseParams};

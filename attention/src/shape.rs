@@ -87,6 +87,29 @@ impl SparseParams {
     }
 }
 
+/// H2O parameters: tokens cached = `heavy + recent`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct H2oParams {
+    /// Tokens kept for their accumulated attention.
+    pub heavy: usize,
+    /// Most recent tokens always kept.
+    pub recent: usize,
+}
+
+impl H2oParams {
+    /// At least one token must be cached.
+    pub fn validate(&self) -> Result<(), AttentionError> {
+        if self.heavy + self.recent == 0 {
+            return Err(AttentionError::InvalidSparse {
+                r: 0,
+                k: 0,
+                head_dim: 0,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// Which attention to compute.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Method {
@@ -97,6 +120,14 @@ pub enum Method {
     /// SparF (InstInfer Algorithm 1): one choice of dims and tokens per KV
     /// group, so the flash reads are shared by the group's query heads.
     SparF(SparseParams),
+    /// Dense attention over the most recent `window` tokens.
+    Local {
+        /// Tokens kept.
+        window: usize,
+    },
+    /// H2O: heavy hitters plus a recent window, evicting for good. It is
+    /// stateful: see [`crate::reference::H2o`].
+    H2o(H2oParams),
 }
 
 impl Method {
@@ -105,6 +136,13 @@ impl Method {
         match self {
             Self::Dense => Ok(()),
             Self::SparQ(p) | Self::SparF(p) => p.validate(head_dim),
+            Self::Local { window } if *window == 0 => Err(AttentionError::InvalidSparse {
+                r: 0,
+                k: 0,
+                head_dim,
+            }),
+            Self::Local { .. } => Ok(()),
+            Self::H2o(p) => p.validate(),
         }
     }
 
@@ -114,6 +152,8 @@ impl Method {
             Self::Dense => "Dense",
             Self::SparQ(_) => "SparQ",
             Self::SparF(_) => "SparF",
+            Self::Local { .. } => "Local",
+            Self::H2o(_) => "H2O",
         }
     }
 }

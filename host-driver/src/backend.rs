@@ -6,7 +6,7 @@
 //! | backend | computes |
 //! | --- | --- |
 //! | [`InStorage`] | on a [`crate::array::CsdArray`] (fp16 over the wire, integer engine) |
-//! | [`HostDense`] | on the host with the f32 reference (the accuracy yardstick) |
+//! | [`HostDense`] | on the host: the f32 reference (the accuracy yardstick, every method) or the device's engine model |
 
 mod error;
 mod host_dense;
@@ -14,10 +14,12 @@ mod in_storage;
 mod lengths;
 
 pub use error::BackendError;
-pub use host_dense::HostDense;
+pub use host_dense::{Arithmetic, HostDense};
 pub use in_storage::InStorage;
 
 use attention::shape::Method;
+
+use crate::measure::{Phase, PhaseCounters};
 
 /// Shape of a model's attention.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,6 +87,23 @@ pub trait AttentionBackend {
     fn close(&mut self, seq: u32) -> Result<(), BackendError>;
     /// A short name for tables.
     fn name(&self) -> &str;
+    /// Fraction of dense's K/V elements the last decode step read, when the
+    /// backend knows it better than the method's nominal budget (SparQ on
+    /// grouped-query heads reads the union of its query heads' choices).
+    fn last_read_fraction(&self) -> Option<f64> {
+        None
+    }
+    /// Starts measuring the device work that follows; `None` for backends
+    /// without a device.
+    fn measure_begin(&mut self) -> Result<Option<Phase>, BackendError> {
+        Ok(None)
+    }
+    /// Ends a measurement begun with [`Self::measure_begin`]: wall ms and the
+    /// device counters.
+    fn measure_end(&mut self, phase: Phase) -> Result<Option<(f64, PhaseCounters)>, BackendError> {
+        let _ = phase;
+        Ok(None)
+    }
 }
 
 /// Rounds to the nearest fp16 and back: what a backend that stores fp16

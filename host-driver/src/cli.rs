@@ -4,7 +4,10 @@
 mod attend;
 mod bench;
 mod demo;
+mod eval;
 mod identify;
+mod model;
+mod run;
 
 use clap::{Parser, Subcommand};
 use host_driver::run::RunError;
@@ -19,6 +22,13 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Generate text with the decode attention in the drive (the main job).
+    Run(run::Args),
+    /// Perplexity per attention method and compression, as CSV and a chart.
+    Eval(eval::Args),
+    /// The model: fetch it into the cache, or print where it is.
+    #[command(subcommand)]
+    Model(model::Command),
     /// Print the drive's InstCSD capability block.
     Identify(identify::Args),
     /// One decode step through the drive on .npy inputs.
@@ -33,6 +43,9 @@ enum Command {
 /// Runs the parsed command.
 pub fn run(cli: Cli) -> Result<(), RunError> {
     match cli.command {
+        Command::Run(a) => run::run(a),
+        Command::Eval(a) => eval::run(a),
+        Command::Model(c) => model::run(c),
         Command::Identify(a) => identify::run(a),
         Command::Attend(a) => attend::run(a),
         Command::Demo(a) => demo::run(a),

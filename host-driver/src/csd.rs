@@ -252,8 +252,11 @@ impl<T: Transport> Csd<T> {
                 let k = u32::try_from(p.k).map_err(|_| arg(format!("k = {} exceeds u32", p.k)))?;
                 DecodeSubmit::sparf(seq, layer, position, flags, r, local, k, &shape)
             }
-            Method::SparQ(_) => {
-                return Err(arg("the device runs dense and SparF only, not SparQ".into()));
+            Method::SparQ(_) | Method::Local { .. } | Method::H2o(_) => {
+                return Err(arg(format!(
+                    "the device runs dense and SparF only, not {}",
+                    method.name()
+                )));
             }
         };
         let mut data = Vec::with_capacity(cmd.payload_bytes(&shape) as usize);

@@ -14,6 +14,9 @@
 pub mod array;
 pub mod backend;
 pub mod csd;
+pub mod measure;
 pub mod npy;
+pub mod policy;
+pub mod runner;
 pub mod run;
 pub mod transport;

@@ -6,6 +6,10 @@
 //! | [`attend`] | one decode step on `.npy` inputs, with the step's device counters |
 //! | [`demo`] | a multi-layer, multi-sequence decode loop checked against the host reference |
 //! | [`bench`](mod@bench) | host dense vs in-storage dense vs in-storage SparF |
+//! | [`bench_model`] | prefill and decode tokens/s of the real model, host vs simulated CSD |
+//! | [`eval`] | perplexity of the model per attention method and compression |
+//! | [`generate`] | `instinfer run`: text generation with attention in the drive |
+//! | [`plot`] | the evaluation's perplexity-vs-compression chart |
 //! | [`sim`] | building arrays of simulated drives and measuring one phase on them |
 //!
 //! Every job reports **wall** time (host clock) and **virtual** time (the
@@ -13,7 +17,11 @@
 
 pub mod attend;
 pub mod bench;
+pub mod bench_model;
 pub mod demo;
+pub mod eval;
+pub mod generate;
+pub mod plot;
 pub mod sim;
 
 use thiserror::Error;
@@ -42,14 +50,35 @@ pub enum RunError {
     /// A backend failed (exit status 1).
     #[error("backend: {0}")]
     Backend(#[from] BackendError),
+    /// The model could not be obtained (exit status 2).
+    #[error("model: {0}")]
+    Fetch(#[from] model::fetch::FetchError),
+    /// The model failed while running (exit status 1).
+    #[error("model: {0}")]
+    Model(#[from] model::ModelError),
+    /// A backend failed inside the model's attention (exit status 1).
+    #[error("attention: {0}")]
+    Attention(String),
+    /// Writing a result failed (exit status 1).
+    #[error("{path}: {reason}")]
+    Output {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        reason: String,
+    },
 }
 
 impl RunError {
     /// Process exit status: 2 for bad input, 1 for everything else.
     pub fn exit_code(&self) -> u8 {
         match self {
-            Self::Input(_) | Self::Npy { .. } => 2,
-            Self::Device(_) | Self::Backend(_) => 1,
+            Self::Input(_) | Self::Npy { .. } | Self::Fetch(_) => 2,
+            Self::Device(_)
+            | Self::Backend(_)
+            | Self::Model(_)
+            | Self::Attention(_)
+            | Self::Output { .. } => 1,
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use alloc::vec::Vec;
 
-use super::{dense, sparf, sparq};
+use super::{dense, local, sparf, sparq};
 use crate::error::AttentionError;
 use crate::shape::{HeadsLayout, Method};
 
@@ -32,6 +32,10 @@ pub fn attend_heads(
         Method::Dense => dense(q_g, k_g, v_g, shape),
         Method::SparQ(p) => sparq(q_g, k_g, v_g, shape, p),
         Method::SparF(p) => sparf(q_g, k_g, v_g, shape, p),
+        Method::Local { window } => local(q_g, k_g, v_g, shape, window),
+        Method::H2o(_) => Err(AttentionError::Unsupported {
+            method: "H2O (stateful: use reference::H2o)",
+        }),
     })
 }
 
@@ -58,7 +62,13 @@ mod tests {
             k: 3,
             local: 1,
         };
-        for method in [Method::Dense, Method::SparQ(p), Method::SparF(p)] {
+        let methods = [
+            Method::Dense,
+            Method::SparQ(p),
+            Method::SparF(p),
+            Method::Local { window: 3 },
+        ];
+        for method in methods {
             let all = attend_heads(method, &q, &k, &v, qh, kvh, s, d).unwrap();
             for g in 0..kvh {
                 let qg = &q[g * 2 * d..(g + 1) * 2 * d];
@@ -68,6 +78,8 @@ mod tests {
                     Method::Dense => dense(qg, kg, vg, shape),
                     Method::SparQ(p) => sparq(qg, kg, vg, shape, p),
                     Method::SparF(p) => sparf(qg, kg, vg, shape, p),
+                    Method::Local { window } => local(qg, kg, vg, shape, window),
+                    Method::H2o(_) => unreachable!("stateful"),
                 }
                 .unwrap();
                 assert_eq!(all[g * 2 * d..(g + 1) * 2 * d], want[..]);

@@ -12,7 +12,9 @@ mod common;
 mod dense;
 mod heads;
 mod sparse;
+mod window;
 
 pub use dense::dense;
 pub use heads::attend_heads;
-pub use sparse::{SparseTrace, sparf, sparf_traced, sparq};
+pub use sparse::{SparqTrace, SparseTrace, sparf, sparf_traced, sparq, sparq_traced};
+pub use window::{H2o, local};

@@ -130,16 +130,62 @@ pub fn sparq(
     shape: GroupShape,
     p: SparseParams,
 ) -> Result<Vec<f32>, AttentionError> {
-    shape.check_inputs(q.len(), k.len(), v.len())?;
+    Ok(sparq_traced(q, k, v, shape, p)?.out)
+}
+
+/// What a SparQ step of one KV group did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SparqTrace {
+    /// `[g][d]` outputs.
+    pub out: Vec<f32>,
+    /// Dims chosen by at least one query head (the K columns the group
+    /// reads for its approximate scores).
+    pub union_dims: usize,
+    /// Tokens chosen by at least one query head (the K and V rows the
+    /// group reads).
+    pub union_tokens: usize,
+}
+
+impl SparqTrace {
+    /// K and V elements the group reads: `union_dims·S + 2·union_tokens·d`.
+    pub fn read_elements(&self, s: usize, d: usize) -> usize {
+        self.union_dims * s + 2 * self.union_tokens * d
+    }
+}
+
+/// [`sparq`] with what it reads: with grouped-query attention each query
+/// head reads its own dims and tokens of the shared KV head, so the group
+/// reads the union of their choices.
+pub fn sparq_traced(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    shape: GroupShape,
+    p: SparseParams,
+) -> Result<SparqTrace, AttentionError> {
+    let s = shape.check_inputs(q.len(), k.len(), v.len())?;
     let single = GroupShape {
         group: 1,
         head_dim: shape.head_dim,
     };
     let mut out = Vec::with_capacity(q.len());
+    let mut dims = vec![false; shape.head_dim];
+    let mut tokens = vec![false; s];
     for q_h in q.chunks_exact(shape.head_dim) {
-        out.extend(sparf(q_h, k, v, single, p)?);
+        let t = sparf_traced(q_h, k, v, single, p)?;
+        for &i in &t.dims {
+            dims[usize::from(i)] = true;
+        }
+        for &j in &t.tokens {
+            tokens[j as usize] = true;
+        }
+        out.extend(t.out);
     }
-    Ok(out)
+    Ok(SparqTrace {
+        out,
+        union_dims: dims.iter().filter(|&&x| x).count(),
+        union_tokens: tokens.iter().filter(|&&x| x).count(),
+    })
 }
 
 /// ŝ of one head over all tokens, on the chosen dims.

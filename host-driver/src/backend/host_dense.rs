@@ -1,36 +1,70 @@
-//! [`HostDense`]: attention on the host with the f32 reference
-//! (`attention::reference`), the yardstick for the device's accuracy.
+//! [`HostDense`]: attention on the host, either with the f32 reference
+//! (`attention::reference`, the yardstick for the device's accuracy) or
+//! with the device's integer engine model (`attention::engine`, which must
+//! give exactly what the device gives).
 //!
-//! KV is stored rounded to fp16 (and q is rounded too) so the reference
-//! sees exactly the inputs the device sees; the only difference left is the
-//! arithmetic. Any method of the reference runs here, SparQ included.
+//! KV is stored rounded to fp16 (and q is rounded too) so both see exactly
+//! the inputs the device sees. The reference runs every method, SparQ,
+//! local window and H2O (with its per-head eviction state) included; the
+//! engine model runs what the device runs: dense and SparF.
 
 use std::collections::HashMap;
 
-use attention::reference;
+use attention::shape::{GroupShape, Method};
+use attention::{engine, reference};
 
 use super::lengths::Lengths;
-use super::{AttentionBackend, BackendError, DecodeStep, ModelShape, round_f16};
+use super::{AttentionBackend, BackendError, DecodeStep, ModelShape, round_f16, to_f16_bits};
 
-/// K and V of one KV head of one layer, `[s][d]` each.
+/// K and V of one KV head of one layer, `[s][d]` each (as f32 and as
+/// the fp16 bits the engine model reads), and its H2O state.
 #[derive(Debug, Default, Clone)]
 struct HeadKv {
     k: Vec<f32>,
     v: Vec<f32>,
+    k_bits: Vec<u16>,
+    v_bits: Vec<u16>,
+    h2o: reference::H2o,
 }
 
-/// Host-memory reference backend.
+/// Which arithmetic a [`HostDense`] uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Arithmetic {
+    /// The f32/f64 reference.
+    #[default]
+    Reference,
+    /// The device's bit-exact integer engine model.
+    Engine,
+}
+
+/// Host-memory backend.
 #[derive(Debug, Default)]
 pub struct HostDense {
     lengths: Lengths,
+    arithmetic: Arithmetic,
     /// `[layer][kv_head]` per sequence.
     kv: HashMap<u32, Vec<Vec<HeadKv>>>,
+    /// What the last SparQ step read, as a fraction of dense.
+    last_read: Option<f64>,
 }
 
 impl HostDense {
-    /// An empty backend.
+    /// An empty backend computing with the f32 reference.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty backend computing with the device's engine model.
+    pub fn engine() -> Self {
+        Self {
+            arithmetic: Arithmetic::Engine,
+            ..Self::default()
+        }
+    }
+
+    /// The arithmetic in use.
+    pub fn arithmetic(&self) -> Arithmetic {
+        self.arithmetic
     }
 
     fn heads_mut(&mut self, seq: u32, layer: usize) -> Result<&mut Vec<HeadKv>, BackendError> {
@@ -50,13 +84,18 @@ impl HostDense {
         v: &[f32],
         n: usize,
     ) -> Result<(), BackendError> {
+        let arithmetic = self.arithmetic;
         let heads = self.heads_mut(seq, layer)?;
         // `[kv_heads][n][d]`: one contiguous span per head.
         let per_head = k.len() / heads.len().max(1);
         for (h, hk) in heads.iter_mut().enumerate() {
             let span = h * per_head..(h + 1) * per_head;
             hk.k.extend(k[span.clone()].iter().copied().map(round_f16));
-            hk.v.extend(v[span].iter().copied().map(round_f16));
+            hk.v.extend(v[span.clone()].iter().copied().map(round_f16));
+            if arithmetic == Arithmetic::Engine {
+                hk.k_bits.extend(to_f16_bits(&k[span.clone()]));
+                hk.v_bits.extend(to_f16_bits(&v[span]));
+            }
         }
         self.lengths.grow(seq, layer, n);
         Ok(())
@@ -92,21 +131,46 @@ impl AttentionBackend for HostDense {
             let s = self.lengths.len(step.seq, step.layer)?;
             let (g, d) = (shape.group(), shape.head_dim);
             let q: Vec<f32> = step.q.iter().copied().map(round_f16).collect();
+            let arithmetic = self.arithmetic;
             let heads = self.heads_mut(step.seq, step.layer)?;
             let mut out = Vec::with_capacity(q.len());
-            for (h, hk) in heads.iter().enumerate() {
+            let group = GroupShape {
+                group: g,
+                head_dim: d,
+            };
+            let mut read = 0usize;
+            let n_heads = heads.len();
+            for (h, hk) in heads.iter_mut().enumerate() {
                 let q_g = &q[h * g * d..(h + 1) * g * d];
-                out.extend(reference::attend_heads(
-                    step.method,
-                    q_g,
-                    &hk.k,
-                    &hk.v,
-                    g,
-                    1,
-                    s,
-                    d,
-                )?);
+                match (arithmetic, step.method) {
+                    (Arithmetic::Reference, Method::SparQ(p)) => {
+                        let t = reference::sparq_traced(q_g, &hk.k, &hk.v, group, p)?;
+                        read += t.read_elements(s, d);
+                        out.extend(t.out);
+                    }
+                    (Arithmetic::Reference, Method::H2o(p)) => {
+                        out.extend(hk.h2o.step(q_g, &hk.k, &hk.v, group, p)?);
+                    }
+                    (Arithmetic::Reference, method) => out.extend(reference::attend_heads(
+                        method, q_g, &hk.k, &hk.v, g, 1, s, d,
+                    )?),
+                    (Arithmetic::Engine, method) => {
+                        let raw = engine::attend_heads(
+                            method,
+                            &to_f16_bits(q_g),
+                            &hk.k_bits,
+                            &hk.v_bits,
+                            g,
+                            1,
+                            s,
+                            d,
+                        )?;
+                        out.extend(raw.into_iter().map(engine::fx_to_f32));
+                    }
+                }
             }
+            self.last_read = matches!(step.method, Method::SparQ(_))
+                .then(|| read as f64 / (n_heads * 2 * s * d).max(1) as f64);
             outs.push(out);
         }
         Ok(outs)
@@ -118,7 +182,14 @@ impl AttentionBackend for HostDense {
         Ok(())
     }
 
+    fn last_read_fraction(&self) -> Option<f64> {
+        self.last_read
+    }
+
     fn name(&self) -> &str {
-        "host-dense"
+        match self.arithmetic {
+            Arithmetic::Reference => "host",
+            Arithmetic::Engine => "host-engine",
+        }
     }
 }

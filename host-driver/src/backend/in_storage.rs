@@ -8,6 +8,7 @@
 //! counts none of them: close and reopen the sequence after a failed batch.
 
 use crate::array::{ArrayDecode, CsdArray};
+use crate::measure::{Phase, PhaseCounters};
 use crate::transport::Transport;
 
 use super::lengths::Lengths;
@@ -127,6 +128,14 @@ impl<T: Transport> AttentionBackend for InStorage<T> {
         self.lengths.close(seq)?;
         self.array.close(seq)?;
         Ok(())
+    }
+
+    fn measure_begin(&mut self) -> Result<Option<Phase>, BackendError> {
+        Ok(Some(Phase::begin(&mut self.array)?))
+    }
+
+    fn measure_end(&mut self, phase: Phase) -> Result<Option<(f64, PhaseCounters)>, BackendError> {
+        Ok(Some(phase.end(&mut self.array)?))
     }
 
     fn name(&self) -> &str {

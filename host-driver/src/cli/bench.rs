@@ -8,6 +8,22 @@ use host_driver::run::bench::{BenchParams, run_bench};
 pub enum Command {
     /// One decode step: host f32 dense (wall) vs in-storage dense and SparF (wall and virtual).
     Attend(AttendArgs),
+    /// The real model: prefill and decode tokens/s (wall), host dense vs simulated CSD.
+    Model(ModelArgs),
+}
+
+/// Arguments of `bench model`.
+#[derive(Debug, clap::Args)]
+pub struct ModelArgs {
+    /// Prompt tokens.
+    #[arg(long, default_value_t = 512)]
+    prompt_tokens: usize,
+    /// Generated tokens.
+    #[arg(long, default_value_t = 32)]
+    decode_tokens: usize,
+    /// A GGUF model instead of the cached SmolLM2-135M-Instruct.
+    #[arg(long)]
+    model: Option<std::path::PathBuf>,
 }
 
 /// Arguments of `bench attend`.
@@ -38,6 +54,16 @@ pub struct AttendArgs {
 
 pub fn run(c: Command) -> Result<(), RunError> {
     match c {
+        Command::Model(a) => {
+            let model = super::model::load(a.model.as_deref())?;
+            let p = host_driver::run::bench_model::ModelBenchParams {
+                prompt_tokens: a.prompt_tokens,
+                decode_tokens: a.decode_tokens,
+                ..Default::default()
+            };
+            println!("{}", host_driver::run::bench_model::run_model_bench(&model, &p)?);
+            Ok(())
+        }
         Command::Attend(a) => {
             let p = BenchParams {
                 s: a.s,

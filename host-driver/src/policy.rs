@@ -1,0 +1,288 @@
+//! Which attention a model runs and how much of the KV cache it may read:
+//! one compression parameter for every method, defined as in SparQ — the
+//! elements of K and V read per decode step ÷ what dense reads (2·S·d per
+//! KV head).
+//!
+//! | method | parameters at compression c, S tokens, head dim d |
+//! | --- | --- |
+//! | dense | everything (c = 1) |
+//! | SparQ, SparF | r = c·d dims for the approximate scores (r·S read), k = c·S/2 tokens for the exact pass (2·k·d read), local = k/4 |
+//! | H2O | c·S tokens cached: half heavy hitters, half the most recent |
+//! | local | the c·S most recent tokens |
+//!
+//! Every sparse method keeps at least [`MIN_TOKENS`] tokens (all of them
+//! when fewer are stored): at very short contexts a 1/8 budget would leave
+//! one or two tokens and the output is garbage, so there the compression is
+//! not applied. With contexts of 1024 tokens and compressions down to 1/16
+//! the floor never binds.
+
+use std::fmt;
+use std::str::FromStr;
+
+use attention::shape::{H2oParams, Method, SparseParams};
+
+/// The attention methods a model can run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Selection {
+    /// Every token.
+    Dense,
+    /// SparQ: per query head dims and tokens.
+    SparQ,
+    /// SparF: per KV group dims and tokens (what the device runs).
+    SparF,
+    /// H2O: heavy hitters + recent window, with eviction.
+    H2o,
+    /// The most recent tokens.
+    Local,
+}
+
+impl Selection {
+    /// All of them, in report order.
+    pub const ALL: [Selection; 5] = [
+        Selection::Dense,
+        Selection::SparQ,
+        Selection::SparF,
+        Selection::H2o,
+        Selection::Local,
+    ];
+
+    /// Lower-case name as on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Dense => "dense",
+            Self::SparQ => "sparq",
+            Self::SparF => "sparf",
+            Self::H2o => "h2o",
+            Self::Local => "local",
+        }
+    }
+}
+
+impl fmt::Display for Selection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Selection {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Selection::ALL
+            .into_iter()
+            .find(|m| m.name() == s.trim().to_ascii_lowercase())
+            .ok_or_else(|| format!("unknown method `{s}` (dense, sparq, sparf, h2o, local)"))
+    }
+}
+
+/// A compression ratio in (0, 1], written `1/8` or `0.125`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Compression(f64);
+
+impl Compression {
+    /// No compression.
+    pub const NONE: Compression = Compression(1.0);
+
+    /// `c` in (0, 1].
+    pub fn new(c: f64) -> Result<Self, String> {
+        if c.is_finite() && c > 0.0 && c <= 1.0 {
+            Ok(Self(c))
+        } else {
+            Err(format!("compression {c} must be in (0, 1]"))
+        }
+    }
+
+    /// The ratio.
+    pub fn get(self) -> f64 {
+        self.0
+    }
+}
+
+impl fmt::Display for Compression {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inv = 1.0 / self.0;
+        if (inv - inv.round()).abs() < 1e-9 {
+            write!(f, "1/{}", inv.round())
+        } else {
+            write!(f, "{}", self.0)
+        }
+    }
+}
+
+impl FromStr for Compression {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        let value = match s.split_once('/') {
+            Some((a, b)) => {
+                let a: f64 = a.trim().parse().map_err(|_| format!("bad compression `{s}`"))?;
+                let b: f64 = b.trim().parse().map_err(|_| format!("bad compression `{s}`"))?;
+                a / b
+            }
+            None => s.parse().map_err(|_| format!("bad compression `{s}`"))?,
+        };
+        Compression::new(value)
+    }
+}
+
+/// A method at a compression.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Policy {
+    /// The method.
+    pub selection: Selection,
+    /// Its budget (ignored for dense).
+    pub compression: Compression,
+}
+
+/// The fewest tokens a sparse method keeps.
+pub const MIN_TOKENS: usize = 32;
+
+fn scaled(c: f64, n: usize) -> usize {
+    ((c * n as f64).round() as usize).clamp(1, n.max(1))
+}
+
+/// `c · n` tokens, at least [`MIN_TOKENS`], at most `n`.
+fn tokens(c: f64, n: usize) -> usize {
+    ((c * n as f64).round() as usize).max(MIN_TOKENS).clamp(1, n.max(1))
+}
+
+impl Policy {
+    /// Dense attention.
+    pub const DENSE: Policy = Policy {
+        selection: Selection::Dense,
+        compression: Compression::NONE,
+    };
+
+    /// The per-step method for `s` tokens of head dimension `d`.
+    pub fn method(&self, s: usize, d: usize) -> Method {
+        let c = self.compression.get();
+        match self.selection {
+            Selection::Dense => Method::Dense,
+            Selection::SparQ | Selection::SparF => {
+                let k = tokens(c / 2.0, s);
+                let p = SparseParams {
+                    r: scaled(c, d),
+                    k,
+                    local: k / 4,
+                };
+                if self.selection == Selection::SparQ {
+                    Method::SparQ(p)
+                } else {
+                    Method::SparF(p)
+                }
+            }
+            Selection::H2o => {
+                let budget = tokens(c, s);
+                Method::H2o(H2oParams {
+                    heavy: budget - budget / 2,
+                    recent: budget / 2,
+                })
+            }
+            Selection::Local => Method::Local {
+                window: tokens(c, s),
+            },
+        }
+    }
+
+    /// Fraction of dense's K/V elements this step reads (SparQ's
+    /// accounting), for `s` tokens of head dimension `d`.
+    pub fn read_fraction(&self, s: usize, d: usize) -> f64 {
+        let dense = (2 * s * d) as f64;
+        match self.method(s, d) {
+            Method::Dense => 1.0,
+            Method::SparQ(p) | Method::SparF(p) => {
+                ((p.r * s + 2 * p.k.min(s) * d) as f64 / dense).min(1.0)
+            }
+            Method::H2o(p) => ((p.heavy + p.recent).min(s) as f64 / s as f64).min(1.0),
+            Method::Local { window } => (window.min(s) as f64 / s as f64).min(1.0),
+        }
+    }
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.selection {
+            Selection::Dense => f.write_str("dense"),
+            s => write!(f, "{s} {}", self.compression),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(selection: Selection, c: &str) -> Policy {
+        Policy {
+            selection,
+            compression: c.parse().unwrap(),
+        }
+    }
+
+    #[test]
+    fn sparf_at_one_eighth_is_the_papers_setting() {
+        // r = d/8, k = S/16, local = k/4: r·S + 2·k·d = S·d/4 = 1/8 of 2·S·d.
+        let p = policy(Selection::SparF, "1/8");
+        assert_eq!(
+            p.method(1024, 64),
+            Method::SparF(SparseParams {
+                r: 8,
+                k: 64,
+                local: 16
+            })
+        );
+        assert!((p.read_fraction(1024, 64) - 0.125).abs() < 1e-12);
+    }
+
+    #[test]
+    fn every_method_reads_its_budget() {
+        for sel in [Selection::SparQ, Selection::SparF, Selection::H2o, Selection::Local] {
+            for c in ["1/2", "1/4", "1/8", "1/16"] {
+                let p = policy(sel, c);
+                let want = p.compression.get();
+                let got = p.read_fraction(4096, 64);
+                assert!((got - want).abs() / want < 0.02, "{p}: {got} vs {want}");
+            }
+        }
+        assert_eq!(Policy::DENSE.read_fraction(100, 64), 1.0);
+    }
+
+    #[test]
+    fn short_contexts_keep_the_floor() {
+        let p = policy(Selection::H2o, "1/16");
+        assert_eq!(
+            p.method(3, 64),
+            Method::H2o(H2oParams {
+                heavy: 2,
+                recent: 1
+            })
+        );
+        assert_eq!(p.read_fraction(3, 64), 1.0);
+        assert_eq!(policy(Selection::Local, "1/16").method(1, 64), Method::Local { window: 1 });
+        assert_eq!(
+            policy(Selection::Local, "1/16").method(100, 64),
+            Method::Local { window: MIN_TOKENS }
+        );
+        // The floor does not bind at 1024 tokens down to 1/16.
+        let sparf = policy(Selection::SparF, "1/16").method(1024, 64);
+        assert_eq!(
+            sparf,
+            Method::SparF(SparseParams {
+                r: 4,
+                k: 32,
+                local: 8
+            })
+        );
+    }
+
+    #[test]
+    fn parsing() {
+        assert_eq!("1/8".parse::<Compression>().unwrap().get(), 0.125);
+        assert_eq!("0.25".parse::<Compression>().unwrap().get(), 0.25);
+        assert_eq!("1/8".parse::<Compression>().unwrap().to_string(), "1/8");
+        assert!("0".parse::<Compression>().is_err());
+        assert!("2".parse::<Compression>().is_err());
+        assert!("x/2".parse::<Compression>().is_err());
+        assert_eq!("SparF".parse::<Selection>().unwrap(), Selection::SparF);
+        assert!("h3o".parse::<Selection>().is_err());
+    }
+}

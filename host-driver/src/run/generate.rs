@@ -1,0 +1,262 @@
+//! `instinfer run`: generate text with the model's decode attention in the
+//! drive (or on the host), streaming tokens, then a summary with wall-clock
+//! speed and the device's virtual time and traffic.
+
+use std::time::{Duration, Instant};
+
+use model::{Logits, Model};
+
+use crate::backend::{AttentionBackend, HostDense, InStorage, ModelShape};
+use crate::measure::PhaseCounters;
+use crate::policy::{Policy, Selection};
+use crate::runner::{BackendAttention, argmax};
+
+use super::sim::sim_array;
+use super::{RunError, input};
+
+/// Where the decode attention runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunBackend {
+    /// Simulated CSDs.
+    Csd,
+    /// The host (f32 reference).
+    Host,
+}
+
+impl std::str::FromStr for RunBackend {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "csd" => Ok(Self::Csd),
+            "host" => Ok(Self::Host),
+            _ => Err(format!("unknown backend `{s}` (csd, host)")),
+        }
+    }
+}
+
+/// Settings of one generation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunParams {
+    /// The prompt.
+    pub prompt: String,
+    /// Wrap the prompt in the model's chat template.
+    pub chat: bool,
+    /// Tokens to generate at most.
+    pub max_tokens: usize,
+    /// Where attention runs.
+    pub backend: RunBackend,
+    /// Method and compression.
+    pub policy: Policy,
+    /// Simulated drives.
+    pub devices: usize,
+    /// Their flash page size.
+    pub page_size: u32,
+}
+
+/// What a generation did.
+#[derive(Clone, Debug)]
+pub struct RunSummary {
+    /// Token counts and wall times.
+    pub generation: Generation,
+    /// The generated text.
+    pub text: String,
+    /// Device counters of the decode steps (CSD backend only).
+    pub device: Option<PhaseCounters>,
+    /// PCIe bytes a host that streamed the whole KV cache from an SSD for
+    /// every decode step would have moved (2 · S · kv_heads · d · 2 bytes
+    /// per layer and step).
+    pub host_offload_pcie_bytes: u64,
+}
+
+impl RunSummary {
+    /// Human-readable lines (wall and virtual time labelled).
+    pub fn lines(&self) -> Vec<String> {
+        let g = &self.generation;
+        let mut out = vec![format!(
+            "prompt {} tokens, prefill {:.1} tokens/s (wall); generated {} tokens, decode {:.2} tokens/s (wall)",
+            g.prompt_tokens,
+            rate(g.prompt_tokens, g.prefill_wall.as_secs_f64()),
+            g.tokens.len(),
+            rate(g.tokens.len().saturating_sub(1), g.decode_wall.as_secs_f64()),
+        )];
+        if let Some(c) = &self.device {
+            let steps = g.tokens.len().saturating_sub(1).max(1) as f64;
+            out.push(format!(
+                "device: {:.1} us virtual per token, {:.0} flash pages read and {:.0} skipped per token, {:.0} engine bytes per token",
+                c.virtual_ns as f64 / 1e3 / steps,
+                c.flash_pages_read as f64 / steps,
+                c.flash_pages_skipped as f64 / steps,
+                c.engine_bytes as f64 / steps,
+            ));
+            out.push(format!(
+                "PCIe: {} bytes for the decode steps vs {} bytes for a host streaming the KV cache ({:.1}x less)",
+                c.pcie_bytes,
+                self.host_offload_pcie_bytes,
+                self.host_offload_pcie_bytes as f64 / c.pcie_bytes.max(1) as f64
+            ));
+        }
+        out
+    }
+}
+
+fn rate(n: usize, secs: f64) -> f64 {
+    if secs > 0.0 { n as f64 / secs } else { 0.0 }
+}
+
+/// The SmolLM2 chat template for one user turn.
+pub fn chat_prompt(prompt: &str) -> String {
+    format!("<|im_start|>user\n{prompt}<|im_end|>\n<|im_start|>assistant\n")
+}
+
+/// Token counts and wall times of a generation.
+#[derive(Clone, Debug, Default)]
+pub struct Generation {
+    /// Generated token ids (the prompt excluded).
+    pub tokens: Vec<u32>,
+    /// Prompt tokens.
+    pub prompt_tokens: usize,
+    /// Wall time of the prefill.
+    pub prefill_wall: Duration,
+    /// Wall time of the decode steps.
+    pub decode_wall: Duration,
+    /// Whether generation stopped at the end-of-text token.
+    pub stopped_at_eos: bool,
+}
+
+/// Turns token bytes into text, holding back incomplete UTF-8 characters.
+#[derive(Debug, Default)]
+struct Utf8Stream {
+    pending: Vec<u8>,
+}
+
+impl Utf8Stream {
+    fn push(&mut self, bytes: &[u8]) -> String {
+        self.pending.extend_from_slice(bytes);
+        let valid = match std::str::from_utf8(&self.pending) {
+            Ok(s) => s.len(),
+            Err(e) => e.valid_up_to(),
+        };
+        let s = String::from_utf8_lossy(&self.pending[..valid]).into_owned();
+        self.pending.drain(..valid);
+        s
+    }
+}
+
+/// Generates greedily; `on_text` receives the text of each token as it
+/// arrives. The device is measured over the decode steps only (the
+/// prefill stores the prompt's KV, it reads none).
+pub fn run_generation(
+    model: &Model,
+    p: &RunParams,
+    mut on_text: impl FnMut(&str),
+) -> Result<RunSummary, RunError> {
+    if p.prompt.trim().is_empty() {
+        return Err(input("--prompt must not be empty"));
+    }
+    if p.backend == RunBackend::Csd
+        && !matches!(p.policy.selection, Selection::Dense | Selection::SparF)
+    {
+        return Err(input(format!(
+            "the drive runs dense and sparf; run {} with --backend host",
+            p.policy.selection
+        )));
+    }
+    let tok = model.tokenizer();
+    let prompt = if p.chat {
+        tok.encode_with_special(&chat_prompt(&p.prompt))
+    } else {
+        tok.encode(&p.prompt)
+    };
+    let cfg = model.config();
+    if prompt.is_empty() || prompt.len() + p.max_tokens > cfg.context_len {
+        return Err(input(format!(
+            "prompt ({} tokens) + --max-tokens {} must fit the model's context of {}",
+            prompt.len(),
+            p.max_tokens,
+            cfg.context_len
+        )));
+    }
+    let shape = ModelShape {
+        layers: cfg.n_layers,
+        q_heads: cfg.n_heads,
+        kv_heads: cfg.n_kv_heads,
+        head_dim: cfg.head_dim,
+    };
+    let mut csd;
+    let mut host;
+    let backend: &mut dyn AttentionBackend = match p.backend {
+        RunBackend::Csd => {
+            csd = InStorage::new(sim_array(p.devices, p.page_size)?, 1);
+            &mut csd
+        }
+        RunBackend::Host => {
+            host = HostDense::new();
+            &mut host
+        }
+    };
+    let mut attn = BackendAttention::open(backend, 0, shape, p.policy)?;
+    let mut g = Generation {
+        prompt_tokens: prompt.len(),
+        ..Generation::default()
+    };
+    let mut text = String::new();
+    let mut stream = Utf8Stream::default();
+    let eos = tok.eos();
+    let t = Instant::now();
+    let logits = model.prefill(&prompt, &mut attn, Logits::Last)?;
+    g.prefill_wall = t.elapsed();
+    let phase = attn.backend().measure_begin()?;
+    let t = Instant::now();
+    let mut next = argmax(&logits);
+    let mut pos = prompt.len();
+    if p.max_tokens > 0 {
+        loop {
+            if next == eos {
+                g.stopped_at_eos = true;
+                break;
+            }
+            g.tokens.push(next);
+            let piece = stream.push(&tok.token_bytes(next));
+            on_text(&piece);
+            text.push_str(&piece);
+            if g.tokens.len() == p.max_tokens {
+                break;
+            }
+            let logits = model.decode(next, pos, &mut attn)?;
+            pos += 1;
+            next = argmax(&logits);
+        }
+    }
+    g.decode_wall = t.elapsed();
+    let device = match phase {
+        Some(ph) => attn.backend().measure_end(ph)?.map(|(_, c)| c),
+        None => None,
+    };
+    attn.close()?;
+    let s0 = prompt.len() as u64;
+    let steps = g.tokens.len().saturating_sub(1) as u64;
+    // Σ over decode steps of the tokens attended (s0 + 1 … s0 + steps).
+    let tokens_read = steps * s0 + steps * (steps + 1) / 2;
+    let host_offload_pcie_bytes =
+        tokens_read * (2 * cfg.n_kv_heads * cfg.head_dim * 2 * cfg.n_layers) as u64;
+    Ok(RunSummary {
+        generation: g,
+        text,
+        device,
+        host_offload_pcie_bytes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf8_stream_holds_back_split_characters() {
+        let mut s = Utf8Stream::default();
+        let e = "é".as_bytes();
+        assert_eq!(s.push(&e[..1]), "");
+        assert_eq!(s.push(&e[1..]), "é");
+        assert_eq!(s.push(b"ab"), "ab");
+    }
+}

@@ -1,0 +1,128 @@
+//! [`BackendAttention`]: one sequence of a backend seen by the model as its
+//! attention. Prefill KV goes to the backend layer by layer as the model
+//! produces it; every decode step of every layer is one backend decode with
+//! the new token's K and V and the policy's method for the current length.
+
+use model::{Attention, AttentionFailure};
+
+use crate::backend::{AttentionBackend, DecodeStep, ModelShape};
+use crate::policy::Policy;
+
+/// A backend's sequence as a model's attention.
+pub struct BackendAttention<'a> {
+    backend: &'a mut dyn AttentionBackend,
+    seq: u32,
+    shape: ModelShape,
+    policy: Policy,
+    /// Tokens stored per layer.
+    lens: Vec<usize>,
+    /// Σ over decode steps of the fraction of dense's KV elements read.
+    read_fraction_sum: f64,
+    steps: usize,
+}
+
+impl std::fmt::Debug for BackendAttention<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BackendAttention")
+            .field("backend", &self.backend.name())
+            .field("seq", &self.seq)
+            .field("policy", &self.policy)
+            .field("lens", &self.lens)
+            .finish()
+    }
+}
+
+impl<'a> BackendAttention<'a> {
+    /// Opens sequence `seq` of `shape` on `backend`.
+    pub fn open(
+        backend: &'a mut dyn AttentionBackend,
+        seq: u32,
+        shape: ModelShape,
+        policy: Policy,
+    ) -> Result<Self, crate::backend::BackendError> {
+        backend.open(seq, shape)?;
+        Ok(Self {
+            backend,
+            seq,
+            shape,
+            policy,
+            lens: vec![0; shape.layers],
+            read_fraction_sum: 0.0,
+            steps: 0,
+        })
+    }
+
+    /// Closes the sequence.
+    pub fn close(self) -> Result<(), crate::backend::BackendError> {
+        self.backend.close(self.seq)
+    }
+
+    /// Tokens stored in layer 0.
+    pub fn len(&self) -> usize {
+        self.lens.first().copied().unwrap_or(0)
+    }
+
+    /// Whether nothing is stored yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Mean fraction of dense's KV elements read per decode step.
+    pub fn mean_read_fraction(&self) -> f64 {
+        if self.steps == 0 {
+            0.0
+        } else {
+            self.read_fraction_sum / self.steps as f64
+        }
+    }
+
+    /// The backend.
+    pub fn backend(&mut self) -> &mut dyn AttentionBackend {
+        self.backend
+    }
+}
+
+impl Attention for BackendAttention<'_> {
+    fn prefill(&mut self, layer: usize, k: &[f32], v: &[f32]) -> Result<(), AttentionFailure> {
+        let row = self.shape.kv_heads * self.shape.head_dim;
+        let len = self
+            .lens
+            .get_mut(layer)
+            .ok_or_else(|| format!("layer {layer} out of range"))?;
+        self.backend.append(self.seq, layer, k, v)?;
+        *len += k.len() / row.max(1);
+        Ok(())
+    }
+
+    fn decode(
+        &mut self,
+        layer: usize,
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+    ) -> Result<Vec<f32>, AttentionFailure> {
+        let d = self.shape.head_dim;
+        let s = self
+            .lens
+            .get(layer)
+            .ok_or_else(|| format!("layer {layer} out of range"))?
+            + 1;
+        let method = self.policy.method(s, d);
+        let step = DecodeStep {
+            seq: self.seq,
+            layer,
+            q,
+            kv_new: Some((k, v)),
+            method,
+        };
+        let mut out = self.backend.decode(&[step])?;
+        self.lens[layer] = s;
+        self.read_fraction_sum += self
+            .backend
+            .last_read_fraction()
+            .unwrap_or_else(|| self.policy.read_fraction(s, d));
+        self.steps += 1;
+        out.pop()
+            .ok_or_else(|| "the backend returned no output".into())
+    }
+}

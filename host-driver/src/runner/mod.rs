@@ -1,0 +1,21 @@
+//! Running the model with its decode attention on an [`AttentionBackend`]:
+//! the adapter between `model::Attention` and a backend, a recorder that
+//! keeps a prompt's KV to replay it into several backends, and the greedy
+//! choice of the next token.
+
+mod adapter;
+mod recorder;
+
+pub use adapter::BackendAttention;
+pub use recorder::KvRecorder;
+
+/// Index of the largest logit (ties → lower index).
+pub fn argmax(logits: &[f32]) -> u32 {
+    let mut best = 0;
+    for (i, &x) in logits.iter().enumerate() {
+        if x > logits[best] {
+            best = i;
+        }
+    }
+    best as u32
+}

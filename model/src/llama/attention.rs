@@ -1,0 +1,37 @@
+//! The `Attention` seam: where decode-step attention runs (the storage
+//! device in InstInfer), and what prefill hands it.
+
+/// Why an attention implementation failed (device errors, transport errors).
+pub type AttentionFailure = Box<dyn std::error::Error + Send + Sync>;
+
+/// Attention over the KV cache of one sequence, kept wherever the
+/// implementation keeps it.
+pub trait Attention {
+    /// Prefill: the KV of `n` new tokens of `layer` after RoPE,
+    /// `[n_kv_heads][n][head_dim]` each.
+    fn prefill(&mut self, layer: usize, k: &[f32], v: &[f32]) -> Result<(), AttentionFailure>;
+
+    /// One decode token of `layer`: q `[n_heads][head_dim]` (after RoPE),
+    /// the new token's k and v `[n_kv_heads][head_dim]` (k after RoPE); the
+    /// implementation stores k, v and returns the attention output
+    /// `[n_heads][head_dim]`.
+    fn decode(
+        &mut self,
+        layer: usize,
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+    ) -> Result<Vec<f32>, AttentionFailure>;
+}
+
+/// Which logits a prefill returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Logits {
+    /// Vocabulary logits of the last prompt position.
+    Last,
+    /// Logits of every position, `n × vocab` (n·vocab·4 bytes: 200 MB at
+    /// n = 1024 for a 49152 vocabulary).
+    All,
+    /// None (the caller only wants the KV cache filled).
+    None,
+}

@@ -1,0 +1,197 @@
+//! Dense f32 attention on the host: one query over a run of keys, the
+//! causal prefill over a whole prompt (threads over heads), and
+//! `DenseCache`, the host KV cache that implements `Attention` as the
+//! reference for the in-storage one.
+
+use super::attention::{Attention, AttentionFailure};
+use super::config::Config;
+use super::ops::{softmax, weighted_sum};
+use crate::quant::{default_threads, dot_f32};
+
+/// `out = softmax(q·Kᵀ·scale)·V` for one query; `keys`/`values` hold
+/// `len` rows of `q.len()` floats. `scores` is scratch.
+pub(crate) fn attend_one(
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    scores: &mut Vec<f32>,
+    out: &mut [f32],
+) {
+    let hd = q.len().max(1);
+    let scale = 1.0 / (q.len() as f32).sqrt();
+    scores.clear();
+    scores.extend(keys.chunks_exact(hd).map(|k| dot_f32(q, k) * scale));
+    softmax(scores);
+    out.fill(0.0);
+    weighted_sum(scores, values, out);
+}
+
+/// Causal attention over a prompt: `q` is `n × q_dim` (token-major), `k`
+/// and `v` are `[n_kv_heads][n][head_dim]`; returns `n × q_dim`.
+pub(crate) fn causal_attention(q: &[f32], k: &[f32], v: &[f32], n: usize, c: &Config) -> Vec<f32> {
+    let (hd, q_dim) = (c.head_dim, c.q_dim());
+    let head = |h: usize| -> Vec<f32> {
+        let kvh = h / c.group();
+        let keys = &k[kvh * n * hd..(kvh + 1) * n * hd];
+        let values = &v[kvh * n * hd..(kvh + 1) * n * hd];
+        let mut out = vec![0f32; n * hd];
+        let mut scores = Vec::with_capacity(n);
+        for (i, o) in out.chunks_exact_mut(hd).enumerate() {
+            let qi = &q[i * q_dim + h * hd..i * q_dim + (h + 1) * hd];
+            attend_one(
+                qi,
+                &keys[..(i + 1) * hd],
+                &values[..(i + 1) * hd],
+                &mut scores,
+                o,
+            );
+        }
+        out
+    };
+    let threads = default_threads().min(c.n_heads);
+    let per_head: Vec<Vec<f32>> = std::thread::scope(|s| {
+        let head = &head;
+        let handles: Vec<_> = (1..threads)
+            .map(|t| {
+                s.spawn(move || {
+                    (t..c.n_heads)
+                        .step_by(threads)
+                        .map(head)
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let mut slots: Vec<Option<Vec<f32>>> = vec![None; c.n_heads];
+        for (h, o) in (0..c.n_heads).step_by(threads).map(|h| (h, head(h))) {
+            slots[h] = Some(o);
+        }
+        for (t, handle) in handles.into_iter().enumerate() {
+            let outs = handle
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            for (h, o) in (t + 1..c.n_heads).step_by(threads).zip(outs) {
+                slots[h] = Some(o);
+            }
+        }
+        slots.into_iter().map(Option::unwrap_or_default).collect()
+    });
+    let mut out = vec![0f32; n * q_dim];
+    for (h, head_out) in per_head.iter().enumerate() {
+        for (i, row) in head_out.chunks_exact(hd).enumerate() {
+            out[i * q_dim + h * hd..i * q_dim + (h + 1) * hd].copy_from_slice(row);
+        }
+    }
+    out
+}
+
+/// One KV head's cache: keys and values, each `len × head_dim`.
+type HeadCache = (Vec<f32>, Vec<f32>);
+
+/// Host KV cache with dense f32 attention: per layer, per KV head, keys and
+/// values as rows of `head_dim`.
+#[derive(Clone, Debug)]
+pub struct DenseCache {
+    n_heads: usize,
+    n_kv_heads: usize,
+    head_dim: usize,
+    /// `[layer][kv_head]` → (keys, values), each `len × head_dim`.
+    layers: Vec<Vec<HeadCache>>,
+}
+
+impl DenseCache {
+    /// An empty cache shaped for `config`.
+    pub fn new(config: &Config) -> Self {
+        Self {
+            n_heads: config.n_heads,
+            n_kv_heads: config.n_kv_heads,
+            head_dim: config.head_dim,
+            layers: vec![vec![(Vec::new(), Vec::new()); config.n_kv_heads]; config.n_layers],
+        }
+    }
+
+    /// Tokens cached in `layer` (0 for an unknown layer).
+    pub fn len(&self, layer: usize) -> usize {
+        self.layers
+            .get(layer)
+            .and_then(|heads| heads.first())
+            .map_or(0, |(k, _)| k.len() / self.head_dim.max(1))
+    }
+
+    /// True when no layer holds a token.
+    pub fn is_empty(&self) -> bool {
+        (0..self.layers.len()).all(|l| self.len(l) == 0)
+    }
+
+    /// Forgets every token.
+    pub fn clear(&mut self) {
+        for (k, v) in self.layers.iter_mut().flatten() {
+            k.clear();
+            v.clear();
+        }
+    }
+
+    fn layer_mut(&mut self, layer: usize) -> Result<&mut Vec<HeadCache>, AttentionFailure> {
+        let n = self.layers.len();
+        self.layers
+            .get_mut(layer)
+            .ok_or_else(|| format!("layer {layer} of {n}").into())
+    }
+}
+
+impl Attention for DenseCache {
+    fn prefill(&mut self, layer: usize, k: &[f32], v: &[f32]) -> Result<(), AttentionFailure> {
+        let width = self.n_kv_heads * self.head_dim;
+        if k.len() != v.len() || k.len() % width.max(1) != 0 {
+            return Err(format!(
+                "prefill k/v of {}/{} floats, not a multiple of {width}",
+                k.len(),
+                v.len()
+            )
+            .into());
+        }
+        let per_head = k.len() / self.n_kv_heads.max(1);
+        let heads = self.layer_mut(layer)?;
+        for ((hk, hv), (ck, cv)) in k
+            .chunks_exact(per_head.max(1))
+            .zip(v.chunks_exact(per_head.max(1)))
+            .zip(heads)
+        {
+            ck.extend_from_slice(hk);
+            cv.extend_from_slice(hv);
+        }
+        Ok(())
+    }
+
+    fn decode(
+        &mut self,
+        layer: usize,
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+    ) -> Result<Vec<f32>, AttentionFailure> {
+        let hd = self.head_dim;
+        let (n_heads, n_kv) = (self.n_heads, self.n_kv_heads);
+        if q.len() != n_heads * hd || k.len() != n_kv * hd || v.len() != n_kv * hd {
+            return Err(
+                format!("decode q/k/v of {}/{}/{} floats", q.len(), k.len(), v.len()).into(),
+            );
+        }
+        let heads = self.layer_mut(layer)?;
+        for ((hk, hv), (ck, cv)) in k
+            .chunks_exact(hd)
+            .zip(v.chunks_exact(hd))
+            .zip(heads.iter_mut())
+        {
+            ck.extend_from_slice(hk);
+            cv.extend_from_slice(hv);
+        }
+        let group = n_heads / n_kv;
+        let mut out = vec![0f32; n_heads * hd];
+        let mut scores = Vec::new();
+        for (h, (qh, o)) in q.chunks_exact(hd).zip(out.chunks_exact_mut(hd)).enumerate() {
+            let (keys, values) = &heads[h / group];
+            attend_one(qh, keys, values, &mut scores, o);
+        }
+        Ok(out)
+    }
+}

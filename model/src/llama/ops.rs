@@ -1,0 +1,94 @@
+//! The small per-vector operations of the llama block: RMSNorm, RoPE on
+//! adjacent pairs, SiLU gating and softmax.
+
+/// `out = x / sqrt(mean(x²) + eps) · weight`.
+pub(crate) fn rms_norm(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
+    let ss: f64 = x.iter().map(|v| f64::from(*v) * f64::from(*v)).sum();
+    let scale = (1.0 / (ss / x.len().max(1) as f64 + f64::from(eps)).sqrt()) as f32;
+    for ((o, v), w) in out.iter_mut().zip(x).zip(weight) {
+        *o = v * scale * w;
+    }
+}
+
+/// RoPE frequencies θ_i = theta^(−2i/head_dim), i < head_dim/2.
+pub(crate) fn rope_freqs(theta: f32, head_dim: usize) -> Vec<f32> {
+    (0..head_dim / 2)
+        .map(|i| (f64::from(theta).powf(-2.0 * i as f64 / head_dim as f64)) as f32)
+        .collect()
+}
+
+/// Rotates every head in `x` (`[heads][head_dim]`) at position `pos`, on
+/// adjacent pairs (2i, 2i+1): GGUF stores Q/K permuted for this form.
+pub(crate) fn rope(x: &mut [f32], pos: usize, freqs: &[f32], head_dim: usize) {
+    let (cos, sin): (Vec<f32>, Vec<f32>) = freqs
+        .iter()
+        .map(|f| {
+            let angle = pos as f64 * f64::from(*f);
+            (angle.cos() as f32, angle.sin() as f32)
+        })
+        .unzip();
+    for head in x.chunks_exact_mut(head_dim) {
+        for ((pair, c), s) in head.chunks_exact_mut(2).zip(&cos).zip(&sin) {
+            let (a, b) = (pair[0], pair[1]);
+            pair[0] = a * c - b * s;
+            pair[1] = a * s + b * c;
+        }
+    }
+}
+
+/// `gate = silu(gate) ⊙ up`.
+pub(crate) fn silu_mul(gate: &mut [f32], up: &[f32]) {
+    for (g, u) in gate.iter_mut().zip(up) {
+        *g = *g / (1.0 + (-*g).exp()) * u;
+    }
+}
+
+/// In-place softmax.
+pub(crate) fn softmax(x: &mut [f32]) {
+    let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut sum = 0f32;
+    for v in x.iter_mut() {
+        *v = (*v - max).exp();
+        sum += *v;
+    }
+    let inv = 1.0 / sum;
+    for v in x.iter_mut() {
+        *v *= inv;
+    }
+}
+
+/// `out += Σ_j p[j] · rows[j]`, rows of `out.len()` contiguous floats.
+pub(crate) fn weighted_sum(p: &[f32], rows: &[f32], out: &mut [f32]) {
+    for (w, row) in p.iter().zip(rows.chunks_exact(out.len().max(1))) {
+        for (o, v) in out.iter_mut().zip(row) {
+            *o += w * v;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rope_rotates_adjacent_pairs() {
+        let freqs = rope_freqs(10_000.0, 4);
+        assert_eq!(freqs[0], 1.0);
+        let mut x = [1.0, 0.0, 1.0, 0.0];
+        rope(&mut x, 1, &freqs, 4);
+        assert!((x[0] - 1f32.cos()).abs() < 1e-6 && (x[1] - 1f32.sin()).abs() < 1e-6);
+        let a = 0.01f32;
+        assert!((x[2] - a.cos()).abs() < 1e-6 && (x[3] - a.sin()).abs() < 1e-6);
+    }
+
+    #[test]
+    fn softmax_and_norm() {
+        let mut p = [0.0, (2f32).ln()];
+        softmax(&mut p);
+        assert!((p[0] - 1.0 / 3.0).abs() < 1e-6);
+        let mut out = [0.0; 2];
+        rms_norm(&[3.0, 4.0], &[1.0, 2.0], 0.0, &mut out);
+        let r = (12.5f32).sqrt();
+        assert!((out[0] - 3.0 / r).abs() < 1e-6 && (out[1] - 8.0 / r).abs() < 1e-6);
+    }
+}

@@ -1,0 +1,93 @@
+//! Loading the llama weights from GGUF tensors, every shape checked
+//! against the config (dims listed `ne[0]` first: `[cols, rows]`).
+
+use super::config::Config;
+use crate::{Gguf, ModelError, QTensor};
+
+/// One transformer block's weights.
+#[derive(Debug)]
+pub(crate) struct Layer {
+    pub(crate) attn_norm: Vec<f32>,
+    pub(crate) wq: QTensor,
+    pub(crate) wk: QTensor,
+    pub(crate) wv: QTensor,
+    pub(crate) wo: QTensor,
+    pub(crate) ffn_norm: Vec<f32>,
+    pub(crate) gate: QTensor,
+    pub(crate) up: QTensor,
+    pub(crate) down: QTensor,
+}
+
+/// All weights.
+#[derive(Debug)]
+pub(crate) struct Weights {
+    pub(crate) embed: QTensor,
+    /// `output.weight` when present; tied to `embed` otherwise.
+    pub(crate) output: Option<QTensor>,
+    pub(crate) output_norm: Vec<f32>,
+    pub(crate) layers: Vec<Layer>,
+}
+
+fn check_dims(gguf: &Gguf, name: &str, expected: &[usize]) -> Result<(), ModelError> {
+    let info = gguf
+        .tensor_info(name)
+        .ok_or_else(|| ModelError::MissingTensor(name.to_owned()))?;
+    let expected: Vec<u64> = expected.iter().map(|&d| d as u64).collect();
+    if info.dims != expected {
+        return Err(ModelError::TensorShape {
+            name: name.to_owned(),
+            expected,
+            found: info.dims.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// A `rows × cols` matrix stored as dims `[cols, rows]`.
+fn matrix(gguf: &Gguf, name: &str, rows: usize, cols: usize) -> Result<QTensor, ModelError> {
+    check_dims(gguf, name, &[cols, rows])?;
+    gguf.tensor(name)
+}
+
+/// A vector of `len` floats (any supported kind, decoded).
+fn vector(gguf: &Gguf, name: &str, len: usize) -> Result<Vec<f32>, ModelError> {
+    check_dims(gguf, name, &[len])?;
+    let t = gguf.tensor(name)?;
+    let mut out = vec![0f32; len];
+    if t.rows() == 1 {
+        t.dequantize_row(0, &mut out);
+    }
+    Ok(out)
+}
+
+impl Weights {
+    pub(crate) fn load(gguf: &Gguf, c: &Config) -> Result<Self, ModelError> {
+        let (d, ff) = (c.n_embd, c.n_ff);
+        let layers = (0..c.n_layers)
+            .map(|i| {
+                let n = |s: &str| format!("blk.{i}.{s}.weight");
+                Ok(Layer {
+                    attn_norm: vector(gguf, &n("attn_norm"), d)?,
+                    wq: matrix(gguf, &n("attn_q"), c.q_dim(), d)?,
+                    wk: matrix(gguf, &n("attn_k"), c.kv_dim(), d)?,
+                    wv: matrix(gguf, &n("attn_v"), c.kv_dim(), d)?,
+                    wo: matrix(gguf, &n("attn_output"), d, c.q_dim())?,
+                    ffn_norm: vector(gguf, &n("ffn_norm"), d)?,
+                    gate: matrix(gguf, &n("ffn_gate"), ff, d)?,
+                    up: matrix(gguf, &n("ffn_up"), ff, d)?,
+                    down: matrix(gguf, &n("ffn_down"), d, ff)?,
+                })
+            })
+            .collect::<Result<Vec<_>, ModelError>>()?;
+        let output = match gguf.tensor_info("output.weight") {
+            Some(_) => Some(matrix(gguf, "output.weight", c.vocab, d)?),
+            None => None,
+        };
+        Ok(Self {
+            embed: matrix(gguf, "token_embd.weight", c.vocab, d)?,
+            output,
+            output_norm: vector(gguf, "output_norm.weight", d)?,
+            layers,
+        })
+    }
+}
