@@ -17,6 +17,6 @@ pub mod csd;
 pub mod measure;
 pub mod npy;
 pub mod policy;
-pub mod runner;
 pub mod run;
+pub mod runner;
 pub mod transport;

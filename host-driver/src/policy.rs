@@ -114,8 +114,14 @@ impl FromStr for Compression {
         let s = s.trim();
         let value = match s.split_once('/') {
             Some((a, b)) => {
-                let a: f64 = a.trim().parse().map_err(|_| format!("bad compression `{s}`"))?;
-                let b: f64 = b.trim().parse().map_err(|_| format!("bad compression `{s}`"))?;
+                let a: f64 = a
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("bad compression `{s}`"))?;
+                let b: f64 = b
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("bad compression `{s}`"))?;
                 a / b
             }
             None => s.parse().map_err(|_| format!("bad compression `{s}`"))?,
@@ -142,7 +148,9 @@ fn scaled(c: f64, n: usize) -> usize {
 
 /// `c · n` tokens, at least [`MIN_TOKENS`], at most `n`.
 fn tokens(c: f64, n: usize) -> usize {
-    ((c * n as f64).round() as usize).max(MIN_TOKENS).clamp(1, n.max(1))
+    ((c * n as f64).round() as usize)
+        .max(MIN_TOKENS)
+        .clamp(1, n.max(1))
 }
 
 impl Policy {
@@ -235,7 +243,12 @@ mod tests {
 
     #[test]
     fn every_method_reads_its_budget() {
-        for sel in [Selection::SparQ, Selection::SparF, Selection::H2o, Selection::Local] {
+        for sel in [
+            Selection::SparQ,
+            Selection::SparF,
+            Selection::H2o,
+            Selection::Local,
+        ] {
             for c in ["1/2", "1/4", "1/8", "1/16"] {
                 let p = policy(sel, c);
                 let want = p.compression.get();
@@ -257,7 +270,10 @@ mod tests {
             })
         );
         assert_eq!(p.read_fraction(3, 64), 1.0);
-        assert_eq!(policy(Selection::Local, "1/16").method(1, 64), Method::Local { window: 1 });
+        assert_eq!(
+            policy(Selection::Local, "1/16").method(1, 64),
+            Method::Local { window: 1 }
+        );
         assert_eq!(
             policy(Selection::Local, "1/16").method(100, 64),
             Method::Local { window: MIN_TOKENS }

@@ -199,3 +199,22 @@ fn identify_prints_capabilities() {
     assert!(o.status.success());
     assert!(String::from_utf8_lossy(&o.stdout).contains("16384"));
 }
+
+#[test]
+fn run_and_eval_reject_bad_inputs_with_status_2() {
+    let dir = scratch("model-inputs");
+    let junk = dir.join("junk.gguf");
+    std::fs::write(&junk, b"GGUF\x03\x00\x00\x00 not really a model").unwrap();
+    for args in [
+        vec!["run", "--model", junk.to_str().unwrap()],
+        vec!["run", "--model", "/nonexistent/model.gguf"],
+        vec!["run", "--compression", "3"],
+        vec!["run", "--method", "nope"],
+        vec!["eval", "--text", "/nonexistent/text.txt"],
+        vec!["eval", "--text", "x", "--compression", "0"],
+    ] {
+        let out = bin().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).trim().is_empty(), "{args:?}");
+    }
+}

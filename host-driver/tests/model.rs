@@ -67,7 +67,10 @@ fn in_storage_dense_matches_host_dense_distribution() {
     }
     // The engine's per-output error (≈1e-4·max|V|) moves next-token
     // probabilities by far less than 1e-2 through 30 layers.
-    println!("max |p_csd − p_host| over {} steps: {worst:.2e}", rest.len());
+    println!(
+        "max |p_csd − p_host| over {} steps: {worst:.2e}",
+        rest.len()
+    );
     assert!(worst < 1e-2, "{worst}");
 }
 

@@ -119,7 +119,10 @@ mod tests {
         let v = [1.0, 1.0, 2.0, 2.0, 3.0, 3.0, 4.0, 4.0];
         let got = local(&q, &k, &v, shape(), 2).unwrap();
         assert_eq!(got, dense(&q, &k[4..], &v[4..], shape()).unwrap());
-        assert_eq!(local(&q, &k, &v, shape(), 99).unwrap(), dense(&q, &k, &v, shape()).unwrap());
+        assert_eq!(
+            local(&q, &k, &v, shape(), 99).unwrap(),
+            dense(&q, &k, &v, shape()).unwrap()
+        );
     }
 
     #[test]
@@ -158,6 +161,9 @@ mod tests {
             heavy: 0,
             recent: 0,
         };
-        assert!(st.step(&[1.0, 0.0], &[1.0, 0.0], &[1.0, 0.0], shape(), p).is_err());
+        assert!(
+            st.step(&[1.0, 0.0], &[1.0, 0.0], &[1.0, 0.0], shape(), p)
+                .is_err()
+        );
     }
 }

@@ -61,7 +61,10 @@ pub fn run(c: Command) -> Result<(), RunError> {
                 decode_tokens: a.decode_tokens,
                 ..Default::default()
             };
-            println!("{}", host_driver::run::bench_model::run_model_bench(&model, &p)?);
+            println!(
+                "{}",
+                host_driver::run::bench_model::run_model_bench(&model, &p)?
+            );
             Ok(())
         }
         Command::Attend(a) => {

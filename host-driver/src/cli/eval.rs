@@ -22,7 +22,11 @@ pub struct Args {
     #[arg(long, default_value_t = 256)]
     continuation: usize,
     /// Methods, comma separated (dense always runs as the yardstick).
-    #[arg(long, value_delimiter = ',', default_value = "dense,sparq,sparf,h2o,local")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "dense,sparq,sparf,h2o,local"
+    )]
     methods: Vec<Selection>,
     /// Compressions, comma separated.
     #[arg(long, value_delimiter = ',', default_value = "1/2,1/4,1/8,1/16")]
@@ -51,9 +55,8 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<(), RunError> {
-    let text = std::fs::read_to_string(&a.text).map_err(|e| {
-        RunError::Input(format!("{}: {e}", a.text.display()))
-    })?;
+    let text = std::fs::read_to_string(&a.text)
+        .map_err(|e| RunError::Input(format!("{}: {e}", a.text.display())))?;
     let model = super::model::load(a.model.as_deref())?;
     let tokens = model.tokenizer().encode(&text);
     let p = EvalParams {
@@ -68,8 +71,10 @@ pub fn run(a: Args) -> Result<(), RunError> {
     };
     let bar = ProgressBar::new(0);
     bar.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} scored tokens, {elapsed} elapsed, eta {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} scored tokens, {elapsed} elapsed, eta {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let rows = evaluate(&model, &tokens, &p, |done, total| {
         bar.set_length(total as u64);

@@ -35,5 +35,6 @@ pub fn run(c: Command) -> Result<(), RunError> {
 /// use, with progress on stderr), loaded.
 pub fn load(explicit: Option<&Path>) -> Result<Model, RunError> {
     let path: PathBuf = fetch::ensure(&SMOLLM2_135M, explicit, false)?;
-    Ok(Model::load(&path)?)
+    // A file that does not load is bad input, like any other file.
+    Model::load(&path).map_err(|e| RunError::Input(format!("{}: {e}", path.display())))
 }

@@ -55,9 +55,6 @@ pub fn run(a: Args) -> Result<(), RunError> {
         page_size: super::page_size(&a.page_size),
     };
     let mut out = std::io::stdout();
-    if !p.chat {
-        print!("{}", p.prompt);
-    }
     let summary = run_generation(&model, &p, |piece| {
         print!("{piece}");
         let _ = out.flush();

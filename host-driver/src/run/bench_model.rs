@@ -96,7 +96,10 @@ impl fmt::Display for ModelBenchReport {
                 )?;
             }
         }
-        write!(f, "tok/s = host wall clock; virtual = simulated device time")
+        write!(
+            f,
+            "tok/s = host wall clock; virtual = simulated device time"
+        )
     }
 }
 

@@ -152,7 +152,10 @@ struct Acc {
 pub fn nll(logits: &[f32], target: u32) -> f64 {
     let m = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
     let sum: f64 = logits.iter().map(|&x| (x as f64 - m).exp()).sum();
-    let t = logits.get(target as usize).copied().unwrap_or(f32::NEG_INFINITY) as f64;
+    let t = logits
+        .get(target as usize)
+        .copied()
+        .unwrap_or(f32::NEG_INFINITY) as f64;
     (sum.ln() + m) - t
 }
 
@@ -176,7 +179,9 @@ pub fn configurations(p: &EvalParams) -> Vec<Policy> {
 /// Checks the settings against the text.
 fn check(p: &EvalParams, tokens: usize) -> Result<(), RunError> {
     if p.context == 0 || p.continuation == 0 || p.windows == 0 {
-        return Err(input("--context, --continuation and --windows must be at least 1"));
+        return Err(input(
+            "--context, --continuation and --windows must be at least 1",
+        ));
     }
     let need = (p.context + p.continuation)
         .checked_mul(p.windows)
@@ -261,7 +266,8 @@ pub fn evaluate(
         .map(|(policy, a)| {
             let count = a.nll.len().max(1) as f64;
             let mean = a.nll.iter().sum::<f64>() / count;
-            let var = a.nll.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (count - 1.0).max(1.0);
+            let var =
+                a.nll.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (count - 1.0).max(1.0);
             EvalRow {
                 policy: *policy,
                 backend: a.backend,
@@ -338,7 +344,14 @@ mod tests {
             wall_s: 0.5,
         };
         let text = csv(&[row]);
-        assert!(text.starts_with("method,compression,backend,tokens,nll,nll_stderr,ppl,top1_agree"));
-        assert!(text.lines().nth(1).unwrap().starts_with("dense,1,host,3,2.500000"));
+        assert!(
+            text.starts_with("method,compression,backend,tokens,nll,nll_stderr,ppl,top1_agree")
+        );
+        assert!(
+            text.lines()
+                .nth(1)
+                .unwrap()
+                .starts_with("dense,1,host,3,2.500000")
+        );
     }
 }

@@ -77,7 +77,10 @@ impl RunSummary {
             g.prompt_tokens,
             rate(g.prompt_tokens, g.prefill_wall.as_secs_f64()),
             g.tokens.len(),
-            rate(g.tokens.len().saturating_sub(1), g.decode_wall.as_secs_f64()),
+            rate(
+                g.tokens.len().saturating_sub(1),
+                g.decode_wall.as_secs_f64()
+            ),
         )];
         if let Some(c) = &self.device {
             let steps = g.tokens.len().saturating_sub(1).max(1) as f64;
@@ -142,8 +145,8 @@ impl Utf8Stream {
     }
 }
 
-/// Generates greedily; `on_text` receives the text of each token as it
-/// arrives. The device is measured over the decode steps only (the
+/// Generates greedily; `on_text` receives the prompt (unless it is a chat
+/// turn) and then the text of each token as it arrives. The device is measured over the decode steps only (the
 /// prefill stores the prompt's KV, it reads none).
 pub fn run_generation(
     model: &Model,
@@ -195,6 +198,10 @@ pub fn run_generation(
         }
     };
     let mut attn = BackendAttention::open(backend, 0, shape, p.policy)?;
+    if !p.chat {
+        // A completion continues the prompt: show it first.
+        on_text(&p.prompt);
+    }
     let mut g = Generation {
         prompt_tokens: prompt.len(),
         ..Generation::default()
