@@ -34,6 +34,17 @@ pub struct ModelShape {
     pub head_dim: usize,
 }
 
+impl From<&model::Config> for ModelShape {
+    fn from(c: &model::Config) -> Self {
+        Self {
+            layers: c.n_layers,
+            q_heads: c.n_heads,
+            kv_heads: c.n_kv_heads,
+            head_dim: c.head_dim,
+        }
+    }
+}
+
 impl ModelShape {
     /// Query heads per KV head.
     pub fn group(&self) -> usize {

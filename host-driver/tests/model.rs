@@ -39,12 +39,7 @@ fn wiki_tokens(model: &Model, n: usize) -> Vec<u32> {
 fn in_storage_dense_matches_host_dense_distribution() {
     let model = smollm();
     let cfg = model.config();
-    let shape = ModelShape {
-        layers: cfg.n_layers,
-        q_heads: cfg.n_heads,
-        kv_heads: cfg.n_kv_heads,
-        head_dim: cfg.head_dim,
-    };
+    let shape = ModelShape::from(cfg);
     let tokens = wiki_tokens(&model, 160);
     let (prompt, rest) = tokens.split_at(150);
     let mut csd = InStorage::new(sim_array(1, 4096).unwrap(), 1);

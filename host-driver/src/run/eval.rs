@@ -205,12 +205,7 @@ pub fn evaluate(
 ) -> Result<Vec<EvalRow>, RunError> {
     check(p, tokens.len())?;
     let cfg = model.config();
-    let shape = ModelShape {
-        layers: cfg.n_layers,
-        q_heads: cfg.n_heads,
-        kv_heads: cfg.n_kv_heads,
-        head_dim: cfg.head_dim,
-    };
+    let shape = ModelShape::from(cfg);
     let configs = configurations(p);
     let mut backends = Backends {
         csd: match p.backend {

@@ -179,12 +179,7 @@ pub fn run_generation(
             cfg.context_len
         )));
     }
-    let shape = ModelShape {
-        layers: cfg.n_layers,
-        q_heads: cfg.n_heads,
-        kv_heads: cfg.n_kv_heads,
-        head_dim: cfg.head_dim,
-    };
+    let shape = ModelShape::from(cfg);
     let mut csd;
     let mut host;
     let backend: &mut dyn AttentionBackend = match p.backend {
