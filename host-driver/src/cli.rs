@@ -26,6 +26,8 @@ enum Command {
     Run(run::Args),
     /// Perplexity per attention method and compression, as CSV and a chart.
     Eval(eval::Args),
+    /// Redraw the chart of an evaluation from its CSV.
+    Plot(eval::PlotArgs),
     /// The model: fetch it into the cache, or print where it is.
     #[command(subcommand)]
     Model(model::Command),
@@ -45,6 +47,7 @@ pub fn run(cli: Cli) -> Result<(), RunError> {
     match cli.command {
         Command::Run(a) => run::run(a),
         Command::Eval(a) => eval::run(a),
+        Command::Plot(a) => eval::plot_csv(a),
         Command::Model(c) => model::run(c),
         Command::Identify(a) => identify::run(a),
         Command::Attend(a) => attend::run(a),

@@ -4,8 +4,13 @@
 //!   the OpenSSD boards (`armv7a-none-eabi`: Cosmos+ Cortex-A9,
 //!   `aarch64-unknown-none`: Daisyplus Cortex-A53).
 //! - `cargo xtask ci` — what CI runs: formatting, clippy, the test suite
-//!   (the README's test command) and the firmware cross-builds.
+//!   (the README's test command), the firmware cross-builds, and the
+//!   engine's Verilog generation and lint.
+//! - `cargo xtask hdl <gen|lint|sim|synth>` — the engine's Verilog: see
+//!   [`hdl`].
 #![forbid(unsafe_code)]
+
+mod hdl;
 
 use std::process::{Command, ExitCode};
 
@@ -51,7 +56,11 @@ fn ci() -> Result<(), String> {
         "warnings",
     ])?;
     cargo(&["test", "--workspace"])?;
-    firmware()
+    firmware()?;
+    // The engine's Verilog: generated and linted (the co-simulation runs
+    // inside the test suite when iverilog is installed).
+    hdl::main(Some("gen"))?;
+    hdl::main(Some("lint"))
 }
 
 fn main() -> ExitCode {
@@ -59,7 +68,8 @@ fn main() -> ExitCode {
     let result = match task.as_deref() {
         Some("firmware") => firmware(),
         Some("ci") => ci(),
-        _ => Err("usage: cargo xtask <firmware|ci>".into()),
+        Some("hdl") => hdl::main(std::env::args().nth(2).as_deref()),
+        _ => Err("usage: cargo xtask <firmware|ci|hdl>".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

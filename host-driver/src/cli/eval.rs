@@ -94,3 +94,23 @@ pub fn run(a: Args) -> Result<(), RunError> {
     }
     Ok(())
 }
+
+/// Arguments of `plot`.
+#[derive(Debug, clap::Args)]
+pub struct PlotArgs {
+    /// A CSV written by `eval --out`.
+    #[arg(long)]
+    csv: PathBuf,
+    /// PNG chart output.
+    #[arg(long)]
+    out: PathBuf,
+}
+
+/// Redraws the chart of an earlier evaluation from its CSV.
+pub fn plot_csv(a: PlotArgs) -> Result<(), RunError> {
+    let text = std::fs::read_to_string(&a.csv)
+        .map_err(|e| RunError::Input(format!("{}: {e}", a.csv.display())))?;
+    let rows = host_driver::run::eval::parse_csv(&text)
+        .map_err(|e| RunError::Input(format!("{}: {e}", a.csv.display())))?;
+    plot(&rows, &a.out)
+}

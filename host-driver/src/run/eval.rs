@@ -119,6 +119,48 @@ impl EvalRow {
     }
 }
 
+impl EvalRow {
+    /// Parses one line written by [`EvalRow::csv`].
+    pub fn parse_csv(line: &str) -> Result<Self, String> {
+        let f: Vec<&str> = line.trim().split(',').collect();
+        if f.len() != 10 {
+            return Err(format!("expected 10 fields, found {}: `{line}`", f.len()));
+        }
+        let num = |i: usize| -> Result<f64, String> {
+            f[i].parse::<f64>()
+                .map_err(|_| format!("field {} `{}` is not a number", i + 1, f[i]))
+        };
+        let selection: Selection = f[0].parse()?;
+        let compression = Compression::new(num(1)?)?;
+        Ok(Self {
+            policy: Policy {
+                selection,
+                compression,
+            },
+            backend: f[2].to_string(),
+            tokens: f[3]
+                .parse()
+                .map_err(|_| format!("tokens `{}` is not a count", f[3]))?,
+            nll: num(4)?,
+            nll_stderr: num(5)?,
+            ppl: num(6)?,
+            top1_agree: num(7)?,
+            read_fraction: num(8)?,
+            wall_s: num(9)?,
+        })
+    }
+}
+
+/// Parses a CSV written by [`csv`] (header line required).
+pub fn parse_csv(text: &str) -> Result<Vec<EvalRow>, String> {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    match lines.next() {
+        Some(h) if h.trim() == EvalRow::CSV_HEADER => {}
+        _ => return Err(format!("the first line must be `{}`", EvalRow::CSV_HEADER)),
+    }
+    lines.map(EvalRow::parse_csv).collect()
+}
+
 /// The backends of one evaluation.
 struct Backends {
     csd: Option<InStorage<SimTransport>>,

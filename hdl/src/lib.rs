@@ -1,0 +1,50 @@
+//! The in-storage attention engine of InstInfer in rust-hdl, bit-exact with
+//! the integer engine model (`attention::engine`).
+//!
+//! Every block is a rust-hdl [`LogicBlock`](rust_hdl::prelude::LogicBlock)
+//! with a single rising-edge `clock`, co-simulated against the model in
+//! its own tests and, as generated Verilog, under Icarus Verilog
+//! (`tests/verilog_cosim.rs`, `cargo xtask hdl sim`).
+//!
+//! | block                      | file            | function                                                        | rate                         |
+//! |----------------------------|-----------------|-----------------------------------------------------------------|------------------------------|
+//! | [`NfcFilter`]              | `nfc_filter.rs` | drops unselected rows / row tails of a page as it streams past  | 1 element (16 bit) per clock |
+//! | [`ArgTopK`]                | `argtopk.rs`    | top-k of (u64 key, u32 index); larger key, ties → lower index   | 1 key per clock; n + 2·min(k,n) + 4 clocks from `start` to `done` |
+//!
+//! Not built yet (issue 4): `GemvUnit`, `Softmax`, `AttentionKernel`, the
+//! `Engine` top level and its AXI4-Lite register map.
+//!
+//! The Verilog of each block (`cargo xtask hdl gen`, from the `hdl-gen`
+//! binary) is a module named after the block in `target/hdl/<block>.v`; see [`blocks`].
+//!
+//! The crate imports `attention` only in tests (`DESIGN.md`).
+
+pub mod argtopk;
+pub mod nfc_filter;
+pub mod sim;
+
+pub use argtopk::ArgTopK;
+pub use nfc_filter::NfcFilter;
+
+/// Each block's name (the Verilog file stem) and its generated Verilog, at
+/// the sizes that are synthesized.
+pub fn blocks() -> Vec<(&'static str, String)> {
+    use rust_hdl::prelude::*;
+    let mut nfc = NfcFilter::default();
+    nfc.connect_all();
+    let mut topk = ArgTopK::<{ argtopk::SYNTH_K_MAX }>::default();
+    topk.connect_all();
+    vec![
+        (
+            "nfc_filter",
+            name_top(&generate_verilog(&nfc), "nfc_filter"),
+        ),
+        ("argtopk", name_top(&generate_verilog(&topk), "argtopk")),
+    ]
+}
+
+/// rust-hdl names the top module `top`; give it the block's name (its
+/// submodules keep their `top$…` names, which are unique per block).
+fn name_top(verilog: &str, name: &str) -> String {
+    verilog.replacen("module top(", &format!("module {name}("), 1)
+}

@@ -1,0 +1,49 @@
+//! A cycle stepper for rust-hdl blocks, without the threaded
+//! [`rust_hdl::prelude::Simulation`].
+//!
+//! It settles the circuit exactly as rust-hdl's simulator does (call
+//! `update_all` until nothing changes, at most 100 passes), so a block
+//! behaves the same; it just drives the clock from the caller's thread.
+//! The co-simulations push millions of clock edges through a block, and
+//! handing the circuit between threads on every edge would cost most of
+//! the run. `rust-hdl`'s own `Simulation` is used once per block in the
+//! tests to show the two agree.
+
+use rust_hdl::prelude::*;
+
+/// Passes allowed for the circuit to settle (rust-hdl's own limit).
+const MAX_PASSES: usize = 100;
+
+/// Settles combinational logic after inputs changed.
+///
+/// # Panics
+///
+/// If the circuit does not converge (a combinational loop).
+pub fn settle<B: Block>(uut: &mut B) {
+    assert!(simulate(uut, MAX_PASSES), "circuit failed to converge");
+}
+
+/// One full clock cycle: a rising edge (registers capture what the inputs
+/// set before this call imply), then the falling edge. Outputs read after
+/// it show the state after the edge.
+pub fn tick<B: Block>(uut: &mut B, clock: impl Fn(&mut B) -> &mut Signal<In, Clock>) {
+    settle(uut);
+    clock(uut).next = true.into();
+    settle(uut);
+    clock(uut).next = false.into();
+    settle(uut);
+}
+
+/// Connects and checks a freshly built block (undriven nets, writes to
+/// inputs, latches), as `generate_verilog` and `Simulation` do.
+///
+/// # Panics
+///
+/// If rust-hdl's static checks reject the block.
+pub fn prepare<B: Block>(uut: &mut B) {
+    uut.connect_all();
+    if let Err(e) = check_all(uut) {
+        panic!("rust-hdl check failed: {e:?}");
+    }
+    settle(uut);
+}

@@ -1,0 +1,178 @@
+//! `cargo xtask hdl synth`: `yosys synth_xilinx` of each block for the two
+//! boards' FPGA families, and the resource table parsed from `stat`.
+//!
+//! Device capacities (Xilinx product tables, DS190 Zynq-7000 and DS891
+//! Zynq UltraScale+): XC7Z045 (Cosmos+) 218,600 LUTs, 437,200 FFs, 900
+//! DSP48E1, 545 BRAM36; ZU17EG (Daisyplus) 423,360 LUTs, 846,720 FFs,
+//! 1,590 DSP48E2, 796 BRAM36. (522,720 LUTs, sometimes quoted for the
+//! ZU17EG, is the ZU19EG.) These come from the product tables, not from
+//! yosys; yosys only counts cells.
+
+use std::path::Path;
+use std::process::Command;
+
+/// A target family: yosys `-family`, board, device and its capacity.
+struct Family {
+    family: &'static str,
+    device: &'static str,
+    luts: u64,
+    ffs: u64,
+    dsps: u64,
+    bram36: u64,
+}
+
+const FAMILIES: [Family; 2] = [
+    Family {
+        family: "xc7",
+        device: "XC7Z045 (Cosmos+)",
+        luts: 218_600,
+        ffs: 437_200,
+        dsps: 900,
+        bram36: 545,
+    },
+    Family {
+        family: "xcup",
+        device: "ZU17EG (Daisyplus)",
+        luts: 423_360,
+        ffs: 846_720,
+        dsps: 1_590,
+        bram36: 796,
+    },
+];
+
+/// Cell counts of one synthesized block.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Resources {
+    lut: u64,
+    lutram: u64,
+    ff: u64,
+    carry: u64,
+    dsp: u64,
+    /// RAMB18 halves (a RAMB36 counts 2).
+    bram18: u64,
+}
+
+/// Parses the cell list of a flattened design's yosys `stat`.
+fn parse_stat(stat: &str) -> Resources {
+    let mut r = Resources::default();
+    for line in stat.lines() {
+        let mut f = line.split_whitespace();
+        let (Some(cell), Some(n), None) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let Ok(n) = n.parse::<u64>() else { continue };
+        match cell {
+            c if c.starts_with("LUT") => r.lut += n,
+            c if c.starts_with("RAM32") || c.starts_with("RAM64") || c.starts_with("RAM128") => {
+                r.lutram += n
+            }
+            c if c.starts_with("RAM256") || c.starts_with("SRL") => r.lutram += n,
+            c if c.starts_with("FD") => r.ff += n,
+            c if c.starts_with("CARRY") => r.carry += n,
+            c if c.starts_with("DSP48") => r.dsp += n,
+            c if c.starts_with("RAMB18") => r.bram18 += n,
+            c if c.starts_with("RAMB36") => r.bram18 += 2 * n,
+            _ => {}
+        }
+    }
+    r
+}
+
+fn pct(n: u64, of: u64) -> String {
+    format!("{:.2}%", n as f64 * 100.0 / of as f64)
+}
+
+fn synth_one(file: &Path, block: &str, family: &str) -> Result<Resources, String> {
+    let stat = file.with_extension(format!("{family}.stat.txt"));
+    let script = format!(
+        "read_verilog {}; synth_xilinx -flatten -family {family} -top {block}; tee -q -o {} stat",
+        file.display(),
+        stat.display()
+    );
+    let log = file.with_extension(format!("{family}.yosys.log"));
+    let log_file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+    super::run(
+        Command::new("yosys")
+            .args(["-q", "-p", &script])
+            .stdout(log_file),
+    )?;
+    let text = std::fs::read_to_string(&stat).map_err(|e| format!("{}: {e}", stat.display()))?;
+    Ok(parse_stat(&text))
+}
+
+/// Synthesizes every block for both families and prints the table.
+pub fn synth() -> Result<(), String> {
+    if !super::have("yosys") {
+        return Err("yosys not found (apt install yosys)".into());
+    }
+    let files = super::generate::verilog()?;
+    let mut table = String::from(
+        "| block | family | device | LUT | LUTRAM/SRL | FF | CARRY | DSP | BRAM36 | LUT % | FF % | DSP % | BRAM % |\n\
+         |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for file in &files {
+        let block = file
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .ok_or("bad block file name")?;
+        for fam in &FAMILIES {
+            let r = synth_one(file, block, fam.family)?;
+            let bram36 = r.bram18.div_ceil(2);
+            table.push_str(&format!(
+                "| {block} | {} | {} | {} | {} | {} | {} | {} | {}{} | {} | {} | {} | {} |\n",
+                fam.family,
+                fam.device,
+                r.lut,
+                r.lutram,
+                r.ff,
+                r.carry,
+                r.dsp,
+                bram36,
+                if r.bram18 % 2 == 1 { " (½)" } else { "" },
+                pct(r.lut + r.lutram, fam.luts),
+                pct(r.ff, fam.ffs),
+                pct(r.dsp, fam.dsps),
+                pct(bram36, fam.bram36),
+            ));
+        }
+    }
+    println!("{table}");
+    let out = super::out_dir().join("resources.md");
+    std::fs::write(&out, &table).map_err(|e| format!("{}: {e}", out.display()))?;
+    println!("wrote {}", out.display());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_yosys_stat_cells() {
+        let stat = "
+   Number of cells:               1727
+     BUFG                            1
+     CARRY4                         10
+     DSP48E1                         3
+     FDRE                          589
+     FDSE                            2
+     LUT3                          573
+     LUT6                           71
+     RAM64X1D                        4
+     RAMB18E1                        1
+     RAMB36E1                        2
+     MUXF7                          82
+";
+        assert_eq!(
+            parse_stat(stat),
+            Resources {
+                lut: 644,
+                lutram: 4,
+                ff: 591,
+                carry: 10,
+                dsp: 3,
+                bram18: 5
+            }
+        );
+    }
+}
