@@ -10,8 +10,10 @@
 //! |----------------------------|-----------------|-----------------------------------------------------------------|------------------------------|
 //! | [`NfcFilter`]              | `nfc_filter.rs` | drops unselected rows / row tails of a page as it streams past  | 1 element (16 bit) per clock |
 //! | [`ArgTopK`]                | `argtopk.rs`    | top-k of (u64 key, u32 index); larger key, ties → lower index   | 1 key per clock; n + 2·min(k,n) + 4 clocks from `start` to `done` |
+//! | [`GemvUnit`]               | `gemv.rs`       | logit = sat_i32((Σ q·fx(k) · c) >> 28) per fp16 key row, q ≤ 256 | 8 lanes (fp16) per clock; ⌈d/8⌉ clocks per row + 9 clocks latency |
+//! | [`Softmax`]                | `softmax.rs`    | Q16 logits → Q0.30 probabilities (n ≤ 8192, logits in BRAM)     | 1 logit per clock in and out; 3n + 51 clocks from `start` to `done` |
 //!
-//! Not built yet (issue 4): `GemvUnit`, `Softmax`, `AttentionKernel`, the
+//! Not built yet (issue 4): `AttentionKernel`, the
 //! `Engine` top level and its AXI4-Lite register map.
 //!
 //! The Verilog of each block (`cargo xtask hdl gen`, from the `hdl-gen`
@@ -20,11 +22,15 @@
 //! The crate imports `attention` only in tests (`DESIGN.md`).
 
 pub mod argtopk;
+pub mod gemv;
 pub mod nfc_filter;
 pub mod sim;
+pub mod softmax;
 
 pub use argtopk::ArgTopK;
+pub use gemv::GemvUnit;
 pub use nfc_filter::NfcFilter;
+pub use softmax::Softmax;
 
 /// Each block's name (the Verilog file stem) and its generated Verilog, at
 /// the sizes that are synthesized.
@@ -34,12 +40,18 @@ pub fn blocks() -> Vec<(&'static str, String)> {
     nfc.connect_all();
     let mut topk = ArgTopK::<{ argtopk::SYNTH_K_MAX }>::default();
     topk.connect_all();
+    let mut gemv = GemvUnit::<{ gemv::SYNTH_LANES }>::default();
+    gemv.connect_all();
+    let mut softmax = Softmax::<{ softmax::SYNTH_ADDR_BITS }>::default();
+    softmax.connect_all();
     vec![
         (
             "nfc_filter",
             name_top(&generate_verilog(&nfc), "nfc_filter"),
         ),
         ("argtopk", name_top(&generate_verilog(&topk), "argtopk")),
+        ("gemv", name_top(&generate_verilog(&gemv), "gemv")),
+        ("softmax", name_top(&generate_verilog(&softmax), "softmax")),
     ]
 }
 

@@ -237,3 +237,191 @@ fn verilog_argtopk_matches_model() {
         stim.len()
     );
 }
+
+#[test]
+fn verilog_gemv_matches_model() {
+    use hdl::gemv::{self, GemvQuery, SYNTH_LANES};
+    if !have_iverilog() {
+        return;
+    }
+    let mut rng = SplitMix64::new(0x5EED_0004);
+    // Any fp16 pattern, key-like values, or the special ones.
+    let special = [
+        0x7BFFu16, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0xFE01, 0x0001, 0x8001, 0x0200, 0x8200, 0x01FF,
+        0x0400, 0x8000, 0x0000, 0x3C00, 0x2BFF,
+    ];
+    let fp16 = |rng: &mut SplitMix64, class: u64| match class {
+        0 => rng.next_u64() as u16,
+        1 => attention::engine::f32_to_f16_bits(rng.normal()),
+        _ => special[(rng.next_u64() % special.len() as u64) as usize],
+    };
+    let mut queries: Vec<GemvQuery> = (0..80 * scale())
+        .map(|_| {
+            let d = match rng.next_u64() % 4 {
+                0 => 256,
+                1 => (rng.next_u64() % 20) as usize,
+                _ => (rng.next_u64() % 257) as usize,
+            };
+            let q: Vec<i32> = match rng.next_u64() % 3 {
+                0 => (0..d).map(|_| rng.next_u64() as i32).collect(),
+                1 => (0..d)
+                    .map(|_| attention::engine::fx(fp16(&mut rng, 1)))
+                    .collect(),
+                _ => (0..d)
+                    .map(|_| (rng.next_u64() % (1 << 20)) as i32 - (1 << 19))
+                    .collect(),
+            };
+            let c = match rng.next_u64() % 4 {
+                0 => 1 << 20,
+                1 => rng.next_u64() as u32,
+                _ => (rng.next_u64() % ((1 << 20) + 1)) as u32,
+            };
+            let rows = 1 + rng.next_u64() % 6;
+            let keys = (0..rows)
+                .map(|_| {
+                    let class = rng.next_u64() % 3;
+                    (0..d).map(|_| fp16(&mut rng, class)).collect()
+                })
+                .collect();
+            GemvQuery { q, c, keys }
+        })
+        .collect();
+    // Edge cases: the largest |dot| both signs with c = 2^20 and c = 0,
+    // d = 1, d = 0, every special value.
+    for (qv, h) in [
+        (i32::MIN, 0x7C00u16),
+        (i32::MIN, 0xFC00),
+        (i32::MAX, 0x7BFF),
+    ] {
+        for c in [1 << 20, 0, u32::MAX] {
+            queries.push(GemvQuery {
+                q: vec![qv; 256],
+                c,
+                keys: vec![vec![h; 256]],
+            });
+        }
+    }
+    queries.push(GemvQuery {
+        q: vec![1 << 14],
+        c: 1 << 20,
+        keys: special.iter().map(|&h| vec![h]).collect(),
+    });
+    queries.push(GemvQuery {
+        q: vec![],
+        c: 1 << 16,
+        keys: vec![vec![], vec![]],
+    });
+    let stim = gemv::stimulus(&queries, SYNTH_LANES, 0x7C00);
+    let lines = simulate("gemv", stim.iter().map(|c| c.vector_line(SYNTH_LANES)));
+    let mut clocks = Vec::new();
+    let mut logits = Vec::new();
+    for l in &lines[..lines.len() - 1] {
+        let (t, x) = l.split_once(' ').expect("clock logit");
+        clocks.push(t.parse::<usize>().expect("clock"));
+        logits.push(u32::from_str_radix(x, 16).expect("hex") as i32);
+    }
+    let want: Vec<i32> = queries
+        .iter()
+        .flat_map(|q| {
+            q.keys
+                .iter()
+                .map(|k| attention::engine::logit(&q.q, k, q.c))
+        })
+        .collect();
+    assert_eq!(logits, want, "Verilog logits differ from the model");
+    let rust = gemv::run::<SYNTH_LANES>(&stim);
+    assert_eq!(
+        clocks, rust.out_clock,
+        "Verilog clocks differ from rust-hdl"
+    );
+    eprintln!(
+        "verilog gemv: {} queries, {} rows, {} clocks, bit-exact",
+        queries.len(),
+        want.len(),
+        stim.len()
+    );
+}
+
+#[test]
+fn verilog_softmax_matches_model() {
+    use hdl::softmax::{self, SYNTH_ADDR_BITS, SYNTH_N_MAX};
+    if !have_iverilog() {
+        return;
+    }
+    let mut rng = SplitMix64::new(0x5EED_0003);
+    let mut cases: Vec<Vec<i32>> = (0..300 * scale())
+        .map(|_| {
+            let n = 1 + (rng.next_u64() % 64) as usize;
+            let kind = rng.next_u64() % 3;
+            (0..n)
+                .map(|_| match kind {
+                    // Realistic Q16 logits, ±(0..40)·2^16.
+                    0 => (rng.next_u64() % (80 << 16)) as i32 - (40 << 16),
+                    // Full i32 range.
+                    1 => rng.next_u64() as i32,
+                    // Near ties.
+                    _ => (rng.next_u64() % 4) as i32 * (1 << 15),
+                })
+                .collect()
+        })
+        .collect();
+    // Edge cases: all equal, one element, max first / last, huge spreads,
+    // i32::MIN/MAX mixes, n = 0, n = max.
+    cases.push(vec![3 << 16; 50]);
+    cases.push(vec![-7]);
+    cases.push((0..40).map(|j| -(j << 15)).collect());
+    cases.push((0..40).map(|j| j << 15).collect());
+    cases.push(vec![i32::MAX, i32::MIN, 0, -(40 << 16), i32::MIN + 1]);
+    cases.push(vec![i32::MIN, i32::MIN, i32::MAX, i32::MAX]);
+    cases.push(vec![]);
+    cases.push(
+        (0..SYNTH_N_MAX)
+            .map(|_| (rng.next_u64() % (80 << 16)) as i32 - (40 << 16))
+            .collect(),
+    );
+    let stim: Vec<softmax::SoftmaxCycle> =
+        cases.iter().flat_map(|l| softmax::stimulus(l)).collect();
+    let lines = simulate("softmax", stim.iter().map(|c| c.vector_line()));
+    let mut probs = vec![Vec::new()];
+    let mut done_at = Vec::new();
+    for l in &lines[..lines.len() - 1] {
+        let mut f = l.split(' ');
+        match f.next() {
+            Some("o") => {
+                let _clock = f.next();
+                let p = u32::from_str_radix(f.next().expect("prob"), 16).expect("hex");
+                probs.last_mut().expect("open").push(p);
+            }
+            Some("d") => {
+                done_at.push(f.next().expect("clock").parse::<usize>().expect("clock"));
+                probs.push(Vec::new());
+            }
+            other => panic!("bad line {other:?}"),
+        }
+    }
+    assert!(probs.pop().is_some_and(|s| s.is_empty()));
+    assert_eq!(probs.len(), cases.len());
+    for (logits, got) in cases.iter().zip(&probs) {
+        let mut want = vec![0u32; logits.len()];
+        attention::engine::softmax(logits, &mut want);
+        assert!(*got == want, "n = {}, logits = {logits:?}", logits.len());
+    }
+    // Clocks from each `start` to its `done`, as rust-hdl and `cycles`.
+    let starts: Vec<usize> = (0..stim.len()).filter(|&t| stim[t].start).collect();
+    let clocks: Vec<usize> = starts
+        .iter()
+        .zip(&done_at)
+        .map(|(s, d)| d + 1 - s)
+        .collect();
+    let want: Vec<usize> = cases.iter().map(|l| softmax::cycles(l.len())).collect();
+    assert_eq!(clocks, want, "Verilog clocks differ from cycles()");
+    let rust = softmax::run::<SYNTH_ADDR_BITS>(&stim);
+    assert_eq!(rust.probs, probs, "Verilog differs from rust-hdl");
+    assert_eq!(rust.clocks, clocks, "Verilog clocks differ from rust-hdl");
+    eprintln!(
+        "verilog softmax: {} vectors ({} logits), {} clocks, bit-exact",
+        cases.len(),
+        cases.iter().map(Vec::len).sum::<usize>(),
+        stim.len()
+    );
+}
