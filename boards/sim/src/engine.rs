@@ -2,12 +2,18 @@
 //! computes (the one numeric truth, `attention::engine`), and each call's
 //! work is turned into engine cycles by [`EngineModel`].
 //!
-//! Cycle model (model choice, to be checked against the HDL):
-//! - GeMV (logits, weighted sums): `max(ceil(macs / lanes) + fill,
-//!   ceil(bytes_in / (2 · lanes)))` — compute, or the fp16 input stream at
-//!   one element per lane per cycle, whichever is slower;
-//! - softmax: one element per cycle plus a pipeline latency;
-//! - argtopk: one key per cycle plus a pipeline latency.
+//! Cycle model: the per-unit cycle counts are the ones measured in
+//! co-simulation of the rust-hdl blocks in `hdl/` (GemvUnit, Softmax,
+//! ArgTopK); how many GeMV units work in parallel is a model choice.
+//! - GeMV (logits, weighted sums): each dot product or value row of width
+//!   w takes ⌈w / L⌉ beats on a `GemvUnit<L>` (L = 8, one beat per clock,
+//!   measured), `units` of them share the work (model choice: 8 units =
+//!   64 lanes), plus the unit's pipeline latency (9 clocks, measured);
+//! - softmax: `3·n + 51` clocks for n logits (measured: load/max, weigh
+//!   and sum, a 33-step divider, emit);
+//! - argtopk: `n + 2·min(k, n) + 4` clocks (measured on `ArgTopK<64>`; the
+//!   unit in `hdl/` holds 64 entries, larger k needs a larger or different
+//!   unit — the timing is extrapolated with the same formula).
 //!
 //! An engine operation starts at `max(now, engine free)` and the board
 //! clock advances to its end (the core uses the result next).
@@ -22,14 +28,18 @@ pub struct EngineModel {
     /// Engine clock in Hz. Default 285 MHz: InstInfer's engine clock on the
     /// Daisyplus board (InstInfer paper).
     pub clock_hz: u64,
-    /// GeMV lanes (MACs per cycle). Model choice: 64.
+    /// GeMV lanes in all: `units × lanes_per_unit` (advertised).
     pub lanes: u16,
-    /// GeMV pipeline fill per call. Model choice: 16 cycles (fp16 decode,
-    /// multiplier, a log2(64)-deep adder tree, accumulate).
+    /// Lanes of one `GemvUnit` (8: the synthesized `hdl` unit).
+    pub lanes_per_unit: u16,
+    /// GeMV pipeline latency per call: 9 clocks (measured on `GemvUnit<8>`:
+    /// first beat to logit is ⌈d/8⌉ + 9 clocks inclusive).
     pub gemv_fill_cycles: u64,
-    /// Softmax pipeline latency per call. Model choice: 32 cycles.
+    /// Softmax clocks per logit: 3 (measured).
+    pub softmax_cycles_per_elem: u64,
+    /// Softmax fixed clocks per call: 51 (measured: pipelines + divider).
     pub softmax_latency_cycles: u64,
-    /// Argtopk pipeline latency per call. Model choice: 32 cycles.
+    /// Argtopk fixed clocks per call: 4 (measured).
     pub topk_latency_cycles: u64,
 }
 
@@ -38,9 +48,11 @@ impl Default for EngineModel {
         Self {
             clock_hz: 285_000_000,
             lanes: 64,
-            gemv_fill_cycles: 16,
-            softmax_latency_cycles: 32,
-            topk_latency_cycles: 32,
+            lanes_per_unit: 8,
+            gemv_fill_cycles: 9,
+            softmax_cycles_per_elem: 3,
+            softmax_latency_cycles: 51,
+            topk_latency_cycles: 4,
         }
     }
 }
@@ -62,18 +74,21 @@ pub enum EngineUnit {
 impl EngineModel {
     /// Cycles of one operation on `unit` that did `work`.
     pub fn cycles(&self, unit: EngineUnit, work: EngineWork) -> u64 {
-        let lanes = u64::from(self.lanes.max(1));
+        let per_unit = u64::from(self.lanes_per_unit.max(1));
+        let units = (u64::from(self.lanes) / per_unit).max(1);
         match unit {
-            EngineUnit::Gemv if work.macs == 0 && work.bytes_in == 0 => 0,
+            EngineUnit::Gemv if work.dots == 0 => 0,
             EngineUnit::Gemv => {
-                let compute = work.macs.div_ceil(lanes) + self.gemv_fill_cycles;
-                let input = work.bytes_in.div_ceil(2 * lanes);
-                compute.max(input)
+                let width = work.macs.div_ceil(work.dots);
+                let beats = work.dots * width.div_ceil(per_unit);
+                beats.div_ceil(units) + self.gemv_fill_cycles
             }
             EngineUnit::Softmax if work.softmax_elems == 0 => 0,
-            EngineUnit::Softmax => work.softmax_elems + self.softmax_latency_cycles,
+            EngineUnit::Softmax => {
+                self.softmax_cycles_per_elem * work.softmax_elems + self.softmax_latency_cycles
+            }
             EngineUnit::TopK if work.topk_keys == 0 => 0,
-            EngineUnit::TopK => work.topk_keys + self.topk_latency_cycles,
+            EngineUnit::TopK => work.topk_keys + 2 * work.topk_selected + self.topk_latency_cycles,
         }
     }
 
@@ -160,12 +175,7 @@ impl SimEngine {
         let before = self.work();
         op(&mut self.soft);
         let after = self.work();
-        let delta = EngineWork {
-            macs: after.macs - before.macs,
-            softmax_elems: after.softmax_elems - before.softmax_elems,
-            topk_keys: after.topk_keys - before.topk_keys,
-            bytes_in: after.bytes_in - before.bytes_in,
-        };
+        let delta = after.since(&before);
         let cycles = self.model.cycles(unit, delta);
         self.cycles += cycles;
         let (_, end) = self
@@ -180,23 +190,40 @@ mod tests {
     use super::*;
 
     #[test]
-    fn gemv_cycles_take_the_slower_of_compute_and_input() {
+    fn cycles_follow_the_measured_hdl_formulas() {
         let m = EngineModel::default();
-        // 4 heads × 128 rows × 64 dims: compute-bound.
+        // 4 heads × 128 rows of 64 dims: 512 dot products of 8 beats each
+        // on a GemvUnit<8>, spread over 8 units, plus the 9-clock latency.
         let w = EngineWork {
             macs: 4 * 128 * 64,
+            dots: 4 * 128,
             bytes_in: 128 * 64 * 2,
             ..EngineWork::default()
         };
-        assert_eq!(m.cycles(EngineUnit::Gemv, w), 4 * 128 + 16);
-        // Input-bound when bytes dominate.
+        assert_eq!(m.cycles(EngineUnit::Gemv, w), 512 * 8 / 8 + 9);
+        // A width that is not a multiple of the unit's lanes rounds up.
         let w = EngineWork {
-            macs: 64,
-            bytes_in: 64 * 1000,
+            macs: 10 * 100,
+            dots: 10,
             ..EngineWork::default()
         };
-        assert_eq!(m.cycles(EngineUnit::Gemv, w), 500);
+        assert_eq!(
+            m.cycles(EngineUnit::Gemv, w),
+            (10 * 13usize).div_ceil(8) as u64 + 9
+        );
         assert_eq!(m.cycles(EngineUnit::Gemv, EngineWork::default()), 0);
+        // Softmax 3n + 51, argtopk n + 2·min(k, n) + 4 (hdl/ co-simulation).
+        let s = EngineWork {
+            softmax_elems: 4096,
+            ..EngineWork::default()
+        };
+        assert_eq!(m.cycles(EngineUnit::Softmax, s), 3 * 4096 + 51);
+        let t = EngineWork {
+            topk_keys: 1000,
+            topk_selected: 64,
+            ..EngineWork::default()
+        };
+        assert_eq!(m.cycles(EngineUnit::TopK, t), 1000 + 128 + 4);
         assert_eq!(m.cycles_ns(285), 1_000);
     }
 
@@ -230,12 +257,18 @@ mod tests {
         let t0 = clock.now_ns();
         let mut probs = vec![0u32; 1000];
         e.softmax(&mut clock, &vec![0i32; 1000], &mut probs);
-        assert_eq!(clock.now_ns() - t0, EngineModel::default().cycles_ns(1032));
+        assert_eq!(
+            clock.now_ns() - t0,
+            EngineModel::default().cycles_ns(3 * 1000 + 51)
+        );
         let t1 = clock.now_ns();
         let mut idx = Vec::new();
         e.argtopk(&mut clock, &(0..500u64).collect::<Vec<_>>(), 10, &mut idx);
         assert_eq!(idx.len(), 10);
-        assert_eq!(clock.now_ns() - t1, EngineModel::default().cycles_ns(532));
+        assert_eq!(
+            clock.now_ns() - t1,
+            EngineModel::default().cycles_ns(500 + 2 * 10 + 4)
+        );
         assert_eq!(e.busy_ns(), clock.now_ns());
     }
 }

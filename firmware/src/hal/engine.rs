@@ -70,6 +70,25 @@ pub struct EngineWork {
     pub topk_keys: u64,
     /// fp16 bytes the engine received.
     pub bytes_in: u64,
+    /// Dot products (logits) and value rows (weighted sums) computed, one
+    /// per (row, query head): with `macs`, the row width.
+    pub dots: u64,
+    /// Indices the argtopk unit selected.
+    pub topk_selected: u64,
+}
+
+impl EngineWork {
+    /// The work done since `before`.
+    pub fn since(&self, before: &EngineWork) -> EngineWork {
+        EngineWork {
+            macs: self.macs - before.macs,
+            softmax_elems: self.softmax_elems - before.softmax_elems,
+            topk_keys: self.topk_keys - before.topk_keys,
+            bytes_in: self.bytes_in - before.bytes_in,
+            dots: self.dots - before.dots,
+            topk_selected: self.topk_selected - before.topk_selected,
+        }
+    }
 }
 
 /// The engine model run in software, counting its work.
@@ -93,6 +112,7 @@ impl Engine for SoftEngine {
             }
         }
         self.work.macs += (n * w * job.scales.len()) as u64;
+        self.work.dots += (n * job.scales.len()) as u64;
         self.work.bytes_in += (job.rows.len() * 2) as u64;
     }
 
@@ -104,6 +124,7 @@ impl Engine for SoftEngine {
     fn argtopk(&mut self, keys: &[u64], k: usize, out: &mut Vec<u32>) {
         model::argtopk(keys, k, out);
         self.work.topk_keys += keys.len() as u64;
+        self.work.topk_selected += out.len() as u64;
     }
 
     fn weighted_sum(&mut self, job: WeightedSumJob<'_>) {
@@ -120,6 +141,7 @@ impl Engine for SoftEngine {
             }
         }
         self.work.macs += (job.rows.len() * g) as u64;
+        self.work.dots += (job.rows.len() / d * g) as u64;
         self.work.bytes_in += (job.rows.len() * 2) as u64;
     }
 }
