@@ -13,7 +13,7 @@
 //!
 //! 0. *Fetch*: the beat's `L` fp16 values and the q elements `step·L + j`
 //!    (the q file is 256 registers, read by one 256/L-to-1 mux per lane).
-//! 1. *Decode* (`fx` in hardware): every finite fp16 is `s · 2^(e−25)`, so
+//! 1. *Decode* (`fx` in hardware, [`FxDecode`]): every finite fp16 is `s · 2^(e−25)`, so
 //!    `fx(k) = ±m · 2^sh` with `m ≤ 2047` and `sh ≤ 19`: `m = s, sh = e − 11`
 //!    for `e ≥ 11`; `m = ((s >> (10 − e)) + 1) >> 1` (= round half away
 //!    from zero of `s / 2^(11−e)`), `sh = 0` for `e ≤ 10` (subnormals use
@@ -72,6 +72,8 @@
 
 use rust_hdl::prelude::*;
 
+use crate::fx::FxDecode;
+
 /// Largest query length.
 pub const D_MAX: usize = 256;
 /// Lanes of the synthesized unit (and the Verilog co-simulation).
@@ -126,11 +128,7 @@ pub struct GemvUnit<const L: usize> {
     q_data_neg: Signal<Local, Bits<32>>,
     sel_mag: [Signal<Local, Bits<32>>; L],
     sel_neg: [Signal<Local, Bit>; L],
-    k_exp: [Signal<Local, Bits<5>>; L],
-    k_s: [Signal<Local, Bits<16>>; L],
-    k_e: [Signal<Local, Bits<5>>; L],
-    k_rsh: [Signal<Local, Bits<5>>; L],
-    k_round: [Signal<Local, Bits<16>>; L],
+    fxd: [FxDecode; L],
     k_m: [Signal<Local, Bits<16>>; L],
     k_sh: [Signal<Local, Bits<5>>; L],
     // Stage 1: decoded.
@@ -232,11 +230,7 @@ impl<const L: usize> Default for GemvUnit<L> {
             q_data_neg: Default::default(),
             sel_mag: std::array::from_fn(|_| Default::default()),
             sel_neg: std::array::from_fn(|_| Default::default()),
-            k_exp: std::array::from_fn(|_| Default::default()),
-            k_s: std::array::from_fn(|_| Default::default()),
-            k_e: std::array::from_fn(|_| Default::default()),
-            k_rsh: std::array::from_fn(|_| Default::default()),
-            k_round: std::array::from_fn(|_| Default::default()),
+            fxd: std::array::from_fn(|_| Default::default()),
             k_m: std::array::from_fn(|_| Default::default()),
             k_sh: std::array::from_fn(|_| Default::default()),
             s1_valid: Default::default(),
@@ -453,35 +447,11 @@ impl<const L: usize> Logic for GemvUnit<L> {
                 }
             }
         }
-        // fx(k) = ±m · 2^sh (module docs).
+        // fx(k) = ±m · 2^sh (module docs; `crate::fx::FxDecode`).
         for j in 0..L {
-            self.k_exp[j].next = self.k_data[j].val().get_bits::<5>(10);
-            self.k_s[j].next = self.k_data[j].val() & 0x3FF;
-            self.k_e[j].next = self.k_exp[j].val();
-            if self.k_exp[j].val() != 0 {
-                self.k_s[j].next = (self.k_data[j].val() & 0x3FF) | 0x400;
-            } else {
-                self.k_e[j].next = 1.into();
-            }
-            self.k_rsh[j].next = 0.into();
-            if self.k_e[j].val() < 11 {
-                self.k_rsh[j].next = 10 - self.k_e[j].val();
-            }
-            self.k_round[j].next = (self.k_s[j].val() >> self.k_rsh[j].val()) + 1;
-            if self.k_exp[j].val() == 31 {
-                // ±Inf → ±2047·2^19; NaN → 0.
-                self.k_m[j].next = 2047.into();
-                self.k_sh[j].next = 19.into();
-                if self.k_data[j].val().get_bits::<10>(0) != 0 {
-                    self.k_m[j].next = 0.into();
-                }
-            } else if self.k_e[j].val() >= 11 {
-                self.k_m[j].next = self.k_s[j].val();
-                self.k_sh[j].next = self.k_e[j].val() - 11;
-            } else {
-                self.k_m[j].next = self.k_round[j].val() >> 1;
-                self.k_sh[j].next = 0.into();
-            }
+            self.fxd[j].h.next = self.k_data[j].val();
+            self.k_m[j].next = self.fxd[j].m.val();
+            self.k_sh[j].next = self.fxd[j].sh.val();
             // Lanes past d are masked.
             if self.cur_left.val().index() <= j {
                 self.k_m[j].next = 0.into();

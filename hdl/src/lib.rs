@@ -12,6 +12,10 @@
 //! | [`ArgTopK`]                | `argtopk.rs`    | top-k of (u64 key, u32 index); larger key, ties → lower index   | 1 key per clock; n + 2·min(k,n) + 4 clocks from `start` to `done` |
 //! | [`GemvUnit`]               | `gemv.rs`       | logit = sat_i32((Σ q·fx(k) · c) >> 28) per fp16 key row, q ≤ 256 | 8 lanes (fp16) per clock; ⌈d/8⌉ clocks per row + 9 clocks latency |
 //! | [`Softmax`]                | `softmax.rs`    | Q16 logits → Q0.30 probabilities (n ≤ 8192, logits in BRAM)     | 1 logit per clock in and out; 3n + 51 clocks from `start` to `done` |
+//! | [`WeightedSum`]            | `weighted_sum.rs` | acc_i += p·fx(v_i) per row (d ≤ 256, i64 sums), then `finish` with α, v̄ | 8 lanes (fp16) per clock; ⌈d/8⌉ clocks per row; finish ⌈d/8⌉ clocks + 6 latency, 8 outputs per clock |
+//!
+//! [`fx::FxDecode`] (`fx.rs`) is the fp16 → Fx decoder that `GemvUnit`
+//! and `WeightedSum` share.
 //!
 //! Not built yet (issue 4): `AttentionKernel`, the
 //! `Engine` top level and its AXI4-Lite register map.
@@ -22,15 +26,18 @@
 //! The crate imports `attention` only in tests (`DESIGN.md`).
 
 pub mod argtopk;
+pub mod fx;
 pub mod gemv;
 pub mod nfc_filter;
 pub mod sim;
 pub mod softmax;
+pub mod weighted_sum;
 
 pub use argtopk::ArgTopK;
 pub use gemv::GemvUnit;
 pub use nfc_filter::NfcFilter;
 pub use softmax::Softmax;
+pub use weighted_sum::WeightedSum;
 
 /// Each block's name (the Verilog file stem) and its generated Verilog, at
 /// the sizes that are synthesized.
@@ -44,6 +51,8 @@ pub fn blocks() -> Vec<(&'static str, String)> {
     gemv.connect_all();
     let mut softmax = Softmax::<{ softmax::SYNTH_ADDR_BITS }>::default();
     softmax.connect_all();
+    let mut wsum = WeightedSum::<{ weighted_sum::SYNTH_LANES }>::default();
+    wsum.connect_all();
     vec![
         (
             "nfc_filter",
@@ -52,6 +61,10 @@ pub fn blocks() -> Vec<(&'static str, String)> {
         ("argtopk", name_top(&generate_verilog(&topk), "argtopk")),
         ("gemv", name_top(&generate_verilog(&gemv), "gemv")),
         ("softmax", name_top(&generate_verilog(&softmax), "softmax")),
+        (
+            "weighted_sum",
+            name_top(&generate_verilog(&wsum), "weighted_sum"),
+        ),
     ]
 }
 

@@ -42,7 +42,7 @@
 //!   2^30; each stage is 2 partial products (c4 · f splits the constant).
 //! * F: w = P >> n, or 0 if n ≥ 31 (31 bits, ≤ 2^30).
 //! * G (Emit only): recip ≤ 2^32 has 33 bits; (w · recip) >> 32 =
-//!   ((w · (recip mod 2^32)) >> 32) + w · recip[32] (4 partial products).
+//!   ((w · (recip mod 2^32)) >> 32) + w · `recip[32]` (4 partial products).
 //!
 //! # Protocol
 //!
@@ -301,17 +301,17 @@ impl<const A: usize> std::fmt::Debug for Softmax<A> {
 
 /// LOG2E_Q16 − 2^16 (94548 = 2^16 + 29012).
 pub const LOG2E_LO: u64 = 29_012;
-/// EXP2_POLY[4] = 111 · 2^16 + 61448.
+/// `EXP2_POLY[4]` = 111 · 2^16 + 61448.
 pub const C4_HI: u64 = 111;
 /// See [`C4_HI`].
 pub const C4_LO: u64 = 61_448;
-/// −EXP2_POLY[3].
+/// −`EXP2_POLY[3]`.
 pub const C3_NEG: u64 = 57_148_825;
-/// EXP2_POLY[2].
+/// `EXP2_POLY[2]`.
 pub const C2: u64 = 257_114_954;
-/// −EXP2_POLY[1].
+/// −`EXP2_POLY[1]`.
 pub const C1_NEG: u64 = 744_171_376;
-/// EXP2_POLY[0] (2^30).
+/// `EXP2_POLY[0]` (2^30).
 pub const C0: u64 = 1 << 30;
 
 /// The weight pipeline in plain integers, stage by stage as the hardware

@@ -425,3 +425,120 @@ fn verilog_softmax_matches_model() {
         stim.len()
     );
 }
+
+#[test]
+fn verilog_weighted_sum_matches_model() {
+    use attention::engine::{P_ONE, accumulate, finish, softmax};
+    use hdl::weighted_sum::{self, SYNTH_LANES, WsQuery};
+    if !have_iverilog() {
+        return;
+    }
+    let mut rng = SplitMix64::new(0x5EED_0005);
+    let special = [
+        0x7BFFu16, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0xFE01, 0x0001, 0x8001, 0x0200, 0x8200, 0x01FF,
+        0x0400, 0x8000, 0x0000, 0x3C00, 0x2BFF,
+    ];
+    let fp16 = |rng: &mut SplitMix64, class: u64| match class {
+        0 => rng.next_u64() as u16,
+        1 => attention::engine::f32_to_f16_bits(rng.normal()),
+        _ => special[(rng.next_u64() % special.len() as u64) as usize],
+    };
+    let mut queries: Vec<WsQuery> = (0..60 * scale())
+        .map(|_| {
+            let d = match rng.next_u64() % 4 {
+                0 => 256,
+                1 => 1 + (rng.next_u64() % 20) as usize,
+                _ => 1 + (rng.next_u64() % 256) as usize,
+            };
+            let s = 1 + (rng.next_u64() % 10) as usize;
+            let logits: Vec<i32> = (0..s)
+                .map(|_| (rng.next_u64() % (20 << 16)) as i32 - (10 << 16))
+                .collect();
+            let mut probs = vec![0u32; s];
+            softmax(&logits, &mut probs);
+            let class = rng.next_u64() % 3;
+            let rows = probs
+                .into_iter()
+                .map(|p| (p, (0..d).map(|_| fp16(&mut rng, class)).collect()))
+                .collect();
+            let alpha = match rng.next_u64() % 3 {
+                0 => P_ONE,
+                1 => 0,
+                _ => (rng.next_u64() % u64::from(P_ONE)) as u32,
+            };
+            let vmean = (0..d).map(|_| rng.next_u64() as i32).collect();
+            WsQuery {
+                d,
+                rows,
+                alpha,
+                vmean,
+            }
+        })
+        .collect();
+    // Edge cases: the largest sums (Σp = 1 on ±Inf), p = u32::MAX (clamped
+    // outputs), a single row, no rows.
+    for h in [0x7C00u16, 0xFC00] {
+        queries.push(WsQuery {
+            d: 256,
+            rows: (0..4).map(|_| (P_ONE / 4, vec![h; 256])).collect(),
+            alpha: P_ONE,
+            vmean: vec![],
+        });
+        queries.push(WsQuery {
+            d: 9,
+            rows: vec![(u32::MAX, vec![h; 9]), (u32::MAX, vec![h; 9])],
+            alpha: P_ONE / 3,
+            vmean: vec![i32::MIN; 9],
+        });
+    }
+    queries.push(WsQuery {
+        d: special.len(),
+        rows: vec![(P_ONE, special.to_vec())],
+        alpha: P_ONE,
+        vmean: vec![],
+    });
+    queries.push(WsQuery {
+        d: 3,
+        rows: vec![],
+        alpha: 0,
+        vmean: vec![5, i32::MIN, i32::MAX],
+    });
+    let stim = weighted_sum::stimulus(&queries, SYNTH_LANES, 0x7C00);
+    let lines = simulate(
+        "weighted_sum",
+        stim.iter().map(|c| c.vector_line(SYNTH_LANES)),
+    );
+    let mut clocks = Vec::new();
+    let mut beats = Vec::new();
+    for l in &lines[..lines.len() - 1] {
+        let mut f = l.split(' ');
+        clocks.push(f.next().expect("clock").parse::<usize>().expect("clock"));
+        beats.push(
+            f.map(|x| u32::from_str_radix(x, 16).expect("hex") as i32)
+                .collect::<Vec<i32>>(),
+        );
+    }
+    let rust = weighted_sum::run::<SYNTH_LANES>(&stim);
+    assert_eq!(beats, rust.beats, "Verilog differs from rust-hdl");
+    assert_eq!(
+        clocks, rust.out_clock,
+        "Verilog clocks differ from rust-hdl"
+    );
+    let got = rust.outputs(&queries, SYNTH_LANES);
+    for (q, g) in queries.iter().zip(&got) {
+        let mut acc = vec![0i64; q.d];
+        for (p, row) in &q.rows {
+            accumulate(&mut acc, *p, row);
+        }
+        let mut want = vec![0i32; q.d];
+        finish(&acc, q.alpha, &q.vmean, &mut want);
+        assert_eq!(*g, want, "d = {}, alpha = {}", q.d, q.alpha);
+    }
+    eprintln!(
+        "verilog weighted_sum: {} heads, {} rows, {} outputs, {} clocks, bit-exact",
+        queries.len(),
+        queries.iter().map(|q| q.rows.len()).sum::<usize>(),
+        queries.iter().map(|q| q.d).sum::<usize>(),
+        stim.len()
+    );
+}

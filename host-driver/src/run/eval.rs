@@ -190,7 +190,7 @@ struct Acc {
     backend: String,
 }
 
-/// −log softmax(logits)[target] in f64.
+/// `−log softmax(logits)[target]` in f64.
 pub fn nll(logits: &[f32], target: u32) -> f64 {
     let m = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
     let sum: f64 = logits.iter().map(|&x| (x as f64 - m).exp()).sum();

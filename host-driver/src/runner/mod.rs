@@ -1,4 +1,4 @@
-//! Running the model with its decode attention on an [`AttentionBackend`]:
+//! Running the model with its decode attention on an [`AttentionBackend`](crate::backend::AttentionBackend):
 //! the adapter between `model::Attention` and a backend, a recorder that
 //! keeps a prompt's KV to replay it into several backends, and the greedy
 //! choice of the next token.

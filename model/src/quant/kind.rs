@@ -11,7 +11,7 @@ pub enum TensorKind {
     /// ggml type 1: little-endian IEEE half.
     F16,
     /// ggml type 3: blocks of 32 as f16 scale `d`, f16 minimum `m`, 16 bytes
-    /// of nibbles; element j = (qs[j] & 0xF)·d + m, element j+16 = (qs[j] >> 4)·d + m.
+    /// of nibbles; element `j` = `(qs[j] & 0xF)·d + m`, element `j+16` = `(qs[j] >> 4)·d + m`.
     Q4_1,
     /// ggml type 8: blocks of 32 as f16 scale `d` and 32 × i8; x = q·d.
     Q8_0,
