@@ -13,12 +13,12 @@
 //! | [`GemvUnit`]               | `gemv.rs`       | logit = sat_i32((Σ q·fx(k) · c) >> 28) per fp16 key row, q ≤ 256 | 8 lanes (fp16) per clock; ⌈d/8⌉ clocks per row + 9 clocks latency |
 //! | [`Softmax`]                | `softmax.rs`    | Q16 logits → Q0.30 probabilities (n ≤ 8192, logits in BRAM)     | 1 logit per clock in and out; 3n + 51 clocks from `start` to `done` |
 //! | [`WeightedSum`]            | `weighted_sum.rs` | acc_i += p·fx(v_i) per row (d ≤ 256, i64 sums), then `finish` with α, v̄ | 8 lanes (fp16) per clock; ⌈d/8⌉ clocks per row; finish ⌈d/8⌉ clocks + 6 latency, 8 outputs per clock |
+//! | [`AttentionKernel`]        | `kernel.rs`     | one head's dense attention: K rows → GeMV → softmax → p RAM, V rows → weighted sum → d outputs (S ≤ 8192, d ≤ 256) | 8 lanes (fp16) per clock; 2·S·⌈d/8⌉ + 2S + ⌈d/8⌉ + 69 clocks from `start` to `done` |
 //!
 //! [`fx::FxDecode`] (`fx.rs`) is the fp16 → Fx decoder that `GemvUnit`
 //! and `WeightedSum` share.
 //!
-//! Not built yet (issue 4): `AttentionKernel`, the
-//! `Engine` top level and its AXI4-Lite register map.
+//! Not built yet (issue 4): the `Engine` top level and its AXI4-Lite register map.
 //!
 //! The Verilog of each block (`cargo xtask hdl gen`, from the `hdl-gen`
 //! binary) is a module named after the block in `target/hdl/<block>.v`; see [`blocks`].
@@ -28,6 +28,7 @@
 pub mod argtopk;
 pub mod fx;
 pub mod gemv;
+pub mod kernel;
 pub mod nfc_filter;
 pub mod sim;
 pub mod softmax;
@@ -35,6 +36,7 @@ pub mod weighted_sum;
 
 pub use argtopk::ArgTopK;
 pub use gemv::GemvUnit;
+pub use kernel::AttentionKernel;
 pub use nfc_filter::NfcFilter;
 pub use softmax::Softmax;
 pub use weighted_sum::WeightedSum;
@@ -53,6 +55,8 @@ pub fn blocks() -> Vec<(&'static str, String)> {
     softmax.connect_all();
     let mut wsum = WeightedSum::<{ weighted_sum::SYNTH_LANES }>::default();
     wsum.connect_all();
+    let mut kernel = AttentionKernel::<{ kernel::SYNTH_LANES }>::default();
+    kernel.connect_all();
     vec![
         (
             "nfc_filter",
@@ -65,6 +69,7 @@ pub fn blocks() -> Vec<(&'static str, String)> {
             "weighted_sum",
             name_top(&generate_verilog(&wsum), "weighted_sum"),
         ),
+        ("kernel", name_top(&generate_verilog(&kernel), "kernel")),
     ]
 }
 

@@ -542,3 +542,97 @@ fn verilog_weighted_sum_matches_model() {
         stim.len()
     );
 }
+
+#[test]
+fn verilog_kernel_matches_model() {
+    use attention::GroupShape;
+    use attention::engine::{dense_group, dense_scale, f32_to_f16_bits, fx};
+    use attention::testdata::{structured_kv, structured_query};
+    use hdl::kernel::{self, KernelQuery, SYNTH_LANES};
+    if !have_iverilog() {
+        return;
+    }
+    let mut rng = SplitMix64::new(0x5EED_0006);
+    let h = |x: Vec<f32>| x.into_iter().map(f32_to_f16_bits).collect::<Vec<u16>>();
+    // (S, d, fp16 q, K, V): structured problems, random bits, extremes.
+    type Head = (usize, usize, Vec<u16>, Vec<u16>, Vec<u16>);
+    let mut heads: Vec<Head> = Vec::new();
+    for (n, (s, d)) in [(1, 8), (17, 64), (40, 100), (3, 256)]
+        .into_iter()
+        .enumerate()
+    {
+        for m in 0..scale() {
+            let seed = 0x5EED_6000 + (100 * m + n) as u64;
+            let (k, v) = structured_kv(seed, 1, s, d);
+            heads.push((s, d, h(structured_query(seed, 1, d, 1)), h(k), h(v)));
+        }
+    }
+    let (s, d) = (6, 13);
+    let bits = |rng: &mut SplitMix64, n: usize| (0..n).map(|_| rng.next_u64() as u16).collect();
+    heads.push((
+        s,
+        d,
+        bits(&mut rng, d),
+        bits(&mut rng, s * d),
+        bits(&mut rng, s * d),
+    ));
+    heads.push((4, 9, vec![0x7BFF; 9], vec![0x7C00; 36], vec![0xFBFF; 36]));
+    let mut stim = Vec::new();
+    let mut wants = Vec::new();
+    let mut clocks = Vec::new();
+    for (s, d, q, k, v) in &heads {
+        let kq = KernelQuery {
+            d: *d,
+            c: dense_scale(*d),
+            q: q.iter().map(|&x| fx(x)).collect(),
+            k: k.chunks_exact(*d).map(<[u16]>::to_vec).collect(),
+            v: v.chunks_exact(*d).map(<[u16]>::to_vec).collect(),
+        };
+        let head = kernel::stimulus(&kq, SYNTH_LANES, 0x7E00);
+        clocks.push(stim.len() + head.len() - 1);
+        assert_eq!(head.len() - d, kernel::cycles(*s, *d, SYNTH_LANES));
+        stim.extend(head);
+        let shape = GroupShape {
+            group: 1,
+            head_dim: *d,
+        };
+        wants.push(dense_group(q, k, v, shape).expect("valid shape"));
+    }
+    let lines = simulate("kernel", stim.iter().map(|c| c.vector_line(SYNTH_LANES)));
+    let mut beats = Vec::new();
+    let mut out_clock = Vec::new();
+    let mut done = Vec::new();
+    for l in &lines[..lines.len() - 1] {
+        let mut f = l.split(' ');
+        let first = f.next().expect("field");
+        if first == "done" {
+            done.push(f.next().expect("clock").parse::<usize>().expect("clock"));
+            continue;
+        }
+        out_clock.push(first.parse::<usize>().expect("clock"));
+        beats.push(
+            f.map(|x| u32::from_str_radix(x, 16).expect("hex") as i32)
+                .collect::<Vec<i32>>(),
+        );
+    }
+    let rust = kernel::run::<SYNTH_LANES>(&stim);
+    assert_eq!(beats, rust.beats, "Verilog differs from rust-hdl");
+    assert_eq!(done, rust.done_clock, "Verilog clocks differ from rust-hdl");
+    assert_eq!(done, clocks, "done clocks");
+    let mut it = beats.iter();
+    for ((s, d, ..), want) in heads.iter().zip(&wants) {
+        let mut got: Vec<i32> = Vec::new();
+        for _ in 0..d.div_ceil(SYNTH_LANES) {
+            got.extend(it.next().expect("beat"));
+        }
+        got.truncate(*d);
+        assert_eq!(&got, want, "S = {s}, d = {d}");
+    }
+    assert!(out_clock.windows(2).all(|w| w[0] < w[1]));
+    eprintln!(
+        "verilog kernel: {} heads, {} tokens, {} clocks, bit-exact",
+        heads.len(),
+        heads.iter().map(|x| x.0).sum::<usize>(),
+        stim.len()
+    );
+}
