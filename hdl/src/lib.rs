@@ -15,10 +15,10 @@
 //! | [`WeightedSum`]            | `weighted_sum.rs` | acc_i += p·fx(v_i) per row (d ≤ 256, i64 sums), then `finish` with α, v̄ | 8 lanes (fp16) per clock; ⌈d/8⌉ clocks per row; finish ⌈d/8⌉ clocks + 6 latency, 8 outputs per clock |
 //! | [`AttentionKernel`]        | `kernel.rs`     | one head's dense attention: K rows → GeMV → softmax → p RAM, V rows → weighted sum → d outputs (S ≤ 8192, d ≤ 256) | 8 lanes (fp16) per clock; 2·S·⌈d/8⌉ + 2S + ⌈d/8⌉ + 69 clocks from `start` to `done` |
 //!
+//! | [`Engine`]                 | `engine.rs`     | top level: `CH` channel filters → per-kernel packers → two kernels (on demand), argtopk, DMA streams, AXI4-Lite registers (map in [`engine`]) | 1 element per clock per channel; a job ≈ K + V page elements + 2S + ⌈d/8⌉ + ~75 clocks |
+//!
 //! [`fx::FxDecode`] (`fx.rs`) is the fp16 → Fx decoder that `GemvUnit`
 //! and `WeightedSum` share.
-//!
-//! Not built yet (issue 4): the `Engine` top level and its AXI4-Lite register map.
 //!
 //! The Verilog of each block (`cargo xtask hdl gen`, from the `hdl-gen`
 //! binary) is a module named after the block in `target/hdl/<block>.v`; see [`blocks`].
@@ -26,6 +26,7 @@
 //! The crate imports `attention` only in tests (`DESIGN.md`).
 
 pub mod argtopk;
+pub mod engine;
 pub mod fx;
 pub mod gemv;
 pub mod kernel;
@@ -35,42 +36,63 @@ pub mod softmax;
 pub mod weighted_sum;
 
 pub use argtopk::ArgTopK;
+pub use engine::Engine;
 pub use gemv::GemvUnit;
 pub use kernel::AttentionKernel;
 pub use nfc_filter::NfcFilter;
 pub use softmax::Softmax;
 pub use weighted_sum::WeightedSum;
 
-/// Each block's name (the Verilog file stem) and its generated Verilog, at
-/// the sizes that are synthesized.
+/// The blocks, by name (the Verilog file stem).
+pub const BLOCKS: [&str; 7] = [
+    "nfc_filter",
+    "argtopk",
+    "gemv",
+    "softmax",
+    "weighted_sum",
+    "kernel",
+    "engine",
+];
+
+/// The generated Verilog of block `name` at the size that is synthesized,
+/// or `None` for an unknown name. Generated on a thread with a large stack:
+/// the engine's block structure is too big for a default 2 MiB stack.
+pub fn block(name: &str) -> Option<String> {
+    let name: &'static str = BLOCKS.iter().copied().find(|n| *n == name)?;
+    std::thread::Builder::new()
+        .stack_size(512 << 20)
+        .spawn(move || generate(name))
+        .ok()?
+        .join()
+        .ok()
+}
+
+/// Each block's name and its generated Verilog.
 pub fn blocks() -> Vec<(&'static str, String)> {
+    BLOCKS
+        .iter()
+        .filter_map(|&n| block(n).map(|v| (n, v)))
+        .collect()
+}
+
+fn generate(name: &'static str) -> String {
     use rust_hdl::prelude::*;
-    let mut nfc = NfcFilter::default();
-    nfc.connect_all();
-    let mut topk = ArgTopK::<{ argtopk::SYNTH_K_MAX }>::default();
-    topk.connect_all();
-    let mut gemv = GemvUnit::<{ gemv::SYNTH_LANES }>::default();
-    gemv.connect_all();
-    let mut softmax = Softmax::<{ softmax::SYNTH_ADDR_BITS }>::default();
-    softmax.connect_all();
-    let mut wsum = WeightedSum::<{ weighted_sum::SYNTH_LANES }>::default();
-    wsum.connect_all();
-    let mut kernel = AttentionKernel::<{ kernel::SYNTH_LANES }>::default();
-    kernel.connect_all();
-    vec![
-        (
-            "nfc_filter",
-            name_top(&generate_verilog(&nfc), "nfc_filter"),
+    fn verilog<B: Block>(mut b: B, name: &str) -> String {
+        b.connect_all();
+        name_top(&generate_verilog(&b), name)
+    }
+    match name {
+        "nfc_filter" => verilog(NfcFilter::default(), name),
+        "argtopk" => verilog(ArgTopK::<{ argtopk::SYNTH_K_MAX }>::default(), name),
+        "gemv" => verilog(GemvUnit::<{ gemv::SYNTH_LANES }>::default(), name),
+        "softmax" => verilog(Softmax::<{ softmax::SYNTH_ADDR_BITS }>::default(), name),
+        "weighted_sum" => verilog(
+            WeightedSum::<{ weighted_sum::SYNTH_LANES }>::default(),
+            name,
         ),
-        ("argtopk", name_top(&generate_verilog(&topk), "argtopk")),
-        ("gemv", name_top(&generate_verilog(&gemv), "gemv")),
-        ("softmax", name_top(&generate_verilog(&softmax), "softmax")),
-        (
-            "weighted_sum",
-            name_top(&generate_verilog(&wsum), "weighted_sum"),
-        ),
-        ("kernel", name_top(&generate_verilog(&kernel), "kernel")),
-    ]
+        "kernel" => verilog(AttentionKernel::<{ kernel::SYNTH_LANES }>::default(), name),
+        _ => verilog(Engine::<{ engine::SYNTH_CHANNELS }>::default(), name),
+    }
 }
 
 /// rust-hdl names the top module `top`; give it the block's name (its

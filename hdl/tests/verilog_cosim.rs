@@ -46,11 +46,7 @@ fn work_dir(block: &str) -> PathBuf {
 /// output lines.
 fn simulate(block: &str, lines: impl Iterator<Item = String>) -> Vec<String> {
     let dir = work_dir(block);
-    let verilog = hdl::blocks()
-        .into_iter()
-        .find(|(name, _)| *name == block)
-        .expect("block exists")
-        .1;
+    let verilog = hdl::block(block).expect("block exists");
     let v = dir.join(format!("{block}.v"));
     std::fs::write(&v, verilog).expect("write verilog");
     let vectors = dir.join("vectors.hex");

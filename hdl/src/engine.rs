@@ -1,0 +1,896 @@
+//! `Engine`: the top level. `CH` per-channel [`NfcFilter`]s, one
+//! [`ArgTopK<64>`](ArgTopK), two [`AttentionKernel<8>`](AttentionKernel)s
+//! scheduled on demand, stream ports toward the NFCs and the DMA, and an
+//! AXI4-Lite control slave. `CH` ≤ 16; 4 for Daisyplus ([`SYNTH_CHANNELS`]).
+//!
+//! # Data path
+//!
+//! * **NFC → filter** (per channel c): `nfc_start[c]` marks a page's first
+//!   element, `nfc_valid[c]`/`nfc_data[c]` one 16-bit element per clock.
+//!   The filter's geometry (ROWS, ROW_LEN, KEEP) comes from channel c's
+//!   registers and is latched at `nfc_start`; the mask words are written
+//!   into the filter's shadow mask through AXI (LO then HI; the HI write
+//!   commits the 64-bit word), so the next page's mask can be loaded while
+//!   a page streams.
+//! * **Filter → kernel**: channel c's ROUTE register (bit k: feed kernel k)
+//!   sends its kept elements to a per-kernel *packer*, which cuts them into
+//!   rows of the kernel's D elements and those into 8-lane beats (a row's
+//!   last beat is padded; the kernel masks lanes past d). The beat goes to
+//!   the kernel as both a key and a value beat: the kernel takes key beats
+//!   in its K pass and value beats while `v_ready` (STATUS.K*_VREADY), and
+//!   ignores them otherwise. One channel at a time should stream into a
+//!   kernel; if two do in the same clock, the higher-numbered channel's
+//!   element is taken. A packer restarts at its kernel's `start`. The
+//!   filter output reaches the kernel 2 clocks after the element entered
+//!   (filter register, beat register).
+//! * **DMA → query**: `q_we`/`q_kernel`/`q_addr`/`q_data` write query
+//!   element `q_addr` (`Fx`, i32 bits) of kernel `q_kernel`; writes to a
+//!   busy kernel are dropped (they would corrupt its running query).
+//! * **Kernel → DMA**: one output stream per kernel (`out0_*`, `out1_*`,
+//!   8 lanes of `Fx` per beat, ⌈d/8⌉ beats), since both may finish in the
+//!   same clock.
+//! * **ArgTopK**: `topk_valid`/`topk_key`/`topk_index`, then `topk_flush`,
+//!   in; `topk_out_valid`/`topk_out_index` (ascending) out. `start` and k
+//!   come from CTRL.TOPK_START and ARGTOPK_K.
+//! * `irq`: any sticky done bit (K0_DONE, K1_DONE, TOPK_DONE) is set.
+//!
+//! # Scheduling
+//!
+//! A job goes to whichever kernel is idle: STATUS.IDLE_VALID says one is,
+//! STATUS.IDLE_KERNEL which (the lowest). The driver programs that
+//! kernel's D, S, SCALE, loads its query through the DMA port, and writes
+//! CTRL with the kernel's START bit and CTRL.CHANNELS, the channels that
+//! will stream the job's rows: their ROUTE registers are set to that
+//! kernel in the same write. A START for a busy kernel is ignored and sets
+//! STATUS.ERR. It then streams the K pages, waits for K*_VREADY, streams
+//! the V pages (the same rows kept), and collects the outputs; K*_DONE
+//! (sticky, cleared by the next START of the kernel) follows the last
+//! output beat.
+//!
+//! # AXI4-Lite slave
+//!
+//! 32-bit data, 12-bit byte addresses. A write is taken in the clock both
+//! AWVALID and WVALID are high and no B response is pending (AWREADY =
+//! WREADY high in that clock); BVALID rises the next clock and holds until
+//! BREADY. A read is taken when ARVALID is high and no R response is
+//! pending; RVALID rises the next clock with RDATA and holds until RREADY.
+//! One outstanding transaction per direction. Responses: OKAY (0), or
+//! SLVERR (2) for an unmapped or unaligned address, a write to a read-only
+//! register, or a partial write (WSTRB ≠ 0xF); such a write changes
+//! nothing. Reset values are all 0 except the read-only ID, VERSION and
+//! CONFIG.
+//!
+//! | address            | name        | access | bits                                                                 |
+//! |--------------------|-------------|--------|----------------------------------------------------------------------|
+//! | 0x000              | ID          | R      | 0x49435344 ("ICSD")                                                   |
+//! | 0x004              | VERSION     | R      | 0x00010000 (1.0)                                                     |
+//! | 0x008              | CONFIG      | R      | `[7:0]` channels, `[11:8]` kernels (2), `[15:12]` lanes (8), `[31:16]` argtopk K_MAX (64) |
+//! | 0x010              | CTRL        | W (reads 0) | `[0]` K0_START, `[1]` K1_START, `[4]` TOPK_START, `[8+c]` CHANNELS: route channel c to the started kernel (kernel 1 if both start), `[31]` SOFT_RESET |
+//! | 0x014              | STATUS      | R      | `[0]` K0_BUSY, `[1]` K1_BUSY, `[2]` K0_DONE, `[3]` K1_DONE, `[4]` K0_VREADY, `[5]` K1_VREADY, `[8]` TOPK_BUSY, `[9]` TOPK_DONE, `[12]` IDLE_VALID, `[13]` IDLE_KERNEL, `[16]` ERR |
+//! | 0x020 + 0x10·k     | Kk_D        | RW     | `[8:0]` head dimension d (1..=256)                                     |
+//! | 0x024 + 0x10·k     | Kk_S        | RW     | `[13:0]` tokens S (1..=8192)                                           |
+//! | 0x028 + 0x10·k     | Kk_SCALE    | RW     | `[31:0]` logit scale c (Q16, `dense_scale(d)`)                          |
+//! | 0x040              | ARGTOPK_K   | RW     | `[15:0]` k                                                             |
+//! | 0x400 + 0x40·c     | Cc_ROWS     | RW     | `[8:0]` rows per page (≤ 256)                                          |
+//! | 0x404 + 0x40·c     | Cc_ROW_LEN  | RW     | `[13:0]` elements per row                                              |
+//! | 0x408 + 0x40·c     | Cc_KEEP     | RW     | `[13:0]` elements kept per kept row                                    |
+//! | 0x40C + 0x40·c     | Cc_ROUTE    | RW     | `[0]` feed kernel 0, `[1]` feed kernel 1                                 |
+//! | 0x420 + 0x40·c + 8·w | Cc_MASKw_LO | W (reads 0) | rows 64w .. 64w+31 (staged)                                  |
+//! | 0x424 + 0x40·c + 8·w | Cc_MASKw_HI | W (reads 0) | rows 64w+32 .. 64w+63; commits the word to the shadow mask  |
+//!
+//! k ∈ {0, 1}, c < CH, w ∈ 0..4. SOFT_RESET (other CTRL bits ignored in
+//! that write) returns every RW register, the packers, the routes and the
+//! sticky bits to reset values; it does not abort a running kernel or
+//! argtopk (the blocks have no reset; their `start` restarts them).
+//!
+//! # Cycles
+//!
+//! Measured in the tests (`engine_job_matches_dense_group`): the K and V
+//! passes run at the NFC rate, one element per clock per channel, so a job
+//! of S kept rows of d elements out of pages of P elements takes about
+//! P_K + P_V + 2S + ⌈d/8⌉ + ~75 clocks from START to K*_DONE (softmax
+//! 2S + 50, plus the driver's reaction to K*_VREADY).
+
+use rust_hdl::prelude::*;
+
+use crate::nfc_filter::{LEN_BITS, ROW_BITS};
+use crate::{ArgTopK, AttentionKernel, NfcFilter, argtopk};
+
+/// Channels of the synthesized top (Daisyplus).
+pub const SYNTH_CHANNELS: usize = 4;
+/// Kernel lanes.
+pub const LANES: usize = 8;
+/// The ID register.
+pub const ID: u32 = 0x4943_5344;
+/// The VERSION register.
+pub const VERSION: u32 = 0x0001_0000;
+/// AXI byte-address bits.
+pub const ADDR_BITS: usize = 12;
+
+/// Register byte addresses.
+pub mod reg {
+    /// ID.
+    pub const ID: u32 = 0x000;
+    /// VERSION.
+    pub const VERSION: u32 = 0x004;
+    /// CONFIG.
+    pub const CONFIG: u32 = 0x008;
+    /// CTRL.
+    pub const CTRL: u32 = 0x010;
+    /// STATUS.
+    pub const STATUS: u32 = 0x014;
+    /// ARGTOPK_K.
+    pub const ARGTOPK_K: u32 = 0x040;
+    /// Kernel k's D.
+    pub const fn k_d(k: u32) -> u32 {
+        0x020 + 0x10 * k
+    }
+    /// Kernel k's S.
+    pub const fn k_s(k: u32) -> u32 {
+        0x024 + 0x10 * k
+    }
+    /// Kernel k's SCALE.
+    pub const fn k_scale(k: u32) -> u32 {
+        0x028 + 0x10 * k
+    }
+    /// Channel c's ROWS.
+    pub const fn rows(c: u32) -> u32 {
+        0x400 + 0x40 * c
+    }
+    /// Channel c's ROW_LEN.
+    pub const fn row_len(c: u32) -> u32 {
+        0x404 + 0x40 * c
+    }
+    /// Channel c's KEEP.
+    pub const fn keep(c: u32) -> u32 {
+        0x408 + 0x40 * c
+    }
+    /// Channel c's ROUTE.
+    pub const fn route(c: u32) -> u32 {
+        0x40C + 0x40 * c
+    }
+    /// Channel c's mask word w, low half.
+    pub const fn mask_lo(c: u32, w: u32) -> u32 {
+        0x420 + 0x40 * c + 8 * w
+    }
+    /// Channel c's mask word w, high half (commits the word).
+    pub const fn mask_hi(c: u32, w: u32) -> u32 {
+        0x424 + 0x40 * c + 8 * w
+    }
+}
+
+/// CTRL and STATUS bits.
+pub mod bit {
+    /// CTRL: start kernel k.
+    pub const fn k_start(k: u32) -> u32 {
+        1 << k
+    }
+    /// CTRL: start the argtopk unit.
+    pub const TOPK_START: u32 = 1 << 4;
+    /// CTRL: route channel c to the started kernel.
+    pub const fn channel(c: u32) -> u32 {
+        1 << (8 + c)
+    }
+    /// CTRL: soft reset.
+    pub const SOFT_RESET: u32 = 1 << 31;
+    /// STATUS: kernel k busy.
+    pub const fn k_busy(k: u32) -> u32 {
+        1 << k
+    }
+    /// STATUS: kernel k done (sticky).
+    pub const fn k_done(k: u32) -> u32 {
+        1 << (2 + k)
+    }
+    /// STATUS: kernel k takes value rows.
+    pub const fn k_vready(k: u32) -> u32 {
+        1 << (4 + k)
+    }
+    /// STATUS: argtopk busy.
+    pub const TOPK_BUSY: u32 = 1 << 8;
+    /// STATUS: argtopk done (sticky).
+    pub const TOPK_DONE: u32 = 1 << 9;
+    /// STATUS: some kernel is idle.
+    pub const IDLE_VALID: u32 = 1 << 12;
+    /// STATUS: the lowest idle kernel.
+    pub const IDLE_KERNEL: u32 = 1 << 13;
+    /// STATUS: a START hit a busy kernel (sticky).
+    pub const ERR: u32 = 1 << 16;
+}
+
+/// The engine top level with `CH` channels; see the module docs.
+#[derive(LogicBlock)]
+pub struct Engine<const CH: usize> {
+    /// Rising-edge clock.
+    pub clock: Signal<In, Clock>,
+    /// Channel c: first element of a page.
+    pub nfc_start: [Signal<In, Bit>; CH],
+    /// Channel c: an element arrives.
+    pub nfc_valid: [Signal<In, Bit>; CH],
+    /// Channel c: the element (fp16 bits).
+    pub nfc_data: [Signal<In, Bits<16>>; CH],
+    /// DMA: write a query element.
+    pub q_we: Signal<In, Bit>,
+    /// DMA: of this kernel.
+    pub q_kernel: Signal<In, Bits<1>>,
+    /// DMA: element index.
+    pub q_addr: Signal<In, Bits<8>>,
+    /// DMA: element (`Fx`, i32 bits).
+    pub q_data: Signal<In, Bits<32>>,
+    /// Kernel 0 output beat.
+    pub out0_valid: Signal<Out, Bit>,
+    /// Kernel 0 output lanes.
+    pub out0_data: [Signal<Out, Bits<32>>; LANES],
+    /// Kernel 1 output beat.
+    pub out1_valid: Signal<Out, Bit>,
+    /// Kernel 1 output lanes.
+    pub out1_data: [Signal<Out, Bits<32>>; LANES],
+    /// ArgTopK: a pair arrives.
+    pub topk_valid: Signal<In, Bit>,
+    /// ArgTopK: its key.
+    pub topk_key: Signal<In, Bits<64>>,
+    /// ArgTopK: its index.
+    pub topk_index: Signal<In, Bits<32>>,
+    /// ArgTopK: no more pairs.
+    pub topk_flush: Signal<In, Bit>,
+    /// ArgTopK: a selected index leaves.
+    pub topk_out_valid: Signal<Out, Bit>,
+    /// ArgTopK: the index.
+    pub topk_out_index: Signal<Out, Bits<32>>,
+    /// Any sticky done bit.
+    pub irq: Signal<Out, Bit>,
+    /// AXI write address valid.
+    pub s_axi_awvalid: Signal<In, Bit>,
+    /// AXI write address ready.
+    pub s_axi_awready: Signal<Out, Bit>,
+    /// AXI write address.
+    pub s_axi_awaddr: Signal<In, Bits<ADDR_BITS>>,
+    /// AXI write data valid.
+    pub s_axi_wvalid: Signal<In, Bit>,
+    /// AXI write data ready.
+    pub s_axi_wready: Signal<Out, Bit>,
+    /// AXI write data.
+    pub s_axi_wdata: Signal<In, Bits<32>>,
+    /// AXI write strobes (only 0xF is accepted).
+    pub s_axi_wstrb: Signal<In, Bits<4>>,
+    /// AXI write response valid.
+    pub s_axi_bvalid: Signal<Out, Bit>,
+    /// AXI write response ready.
+    pub s_axi_bready: Signal<In, Bit>,
+    /// AXI write response.
+    pub s_axi_bresp: Signal<Out, Bits<2>>,
+    /// AXI read address valid.
+    pub s_axi_arvalid: Signal<In, Bit>,
+    /// AXI read address ready.
+    pub s_axi_arready: Signal<Out, Bit>,
+    /// AXI read address.
+    pub s_axi_araddr: Signal<In, Bits<ADDR_BITS>>,
+    /// AXI read data valid.
+    pub s_axi_rvalid: Signal<Out, Bit>,
+    /// AXI read data ready.
+    pub s_axi_rready: Signal<In, Bit>,
+    /// AXI read data.
+    pub s_axi_rdata: Signal<Out, Bits<32>>,
+    /// AXI read response.
+    pub s_axi_rresp: Signal<Out, Bits<2>>,
+    filt: [NfcFilter; CH],
+    kern0: AttentionKernel<LANES>,
+    kern1: AttentionKernel<LANES>,
+    topk: ArgTopK<{ argtopk::SYNTH_K_MAX }>,
+    id_c: Constant<Bits<32>>,
+    version_c: Constant<Bits<32>>,
+    config_c: Constant<Bits<32>>,
+    zero: Constant<Bits<32>>,
+    onehot: [Constant<Bits<2>>; 2],
+    // Registers.
+    kd: [DFF<Bits<9>>; 2],
+    ks: [DFF<Bits<14>>; 2],
+    kc: [DFF<Bits<32>>; 2],
+    topk_k: DFF<Bits<16>>,
+    rows: [DFF<Bits<ROW_BITS>>; CH],
+    row_len: [DFF<Bits<LEN_BITS>>; CH],
+    keep: [DFF<Bits<LEN_BITS>>; CH],
+    route: [DFF<Bits<2>>; CH],
+    mask_lo: [DFF<Bits<64>>; CH],
+    start_p: [DFF<Bit>; 2],
+    topk_start_p: DFF<Bit>,
+    done_s: [DFF<Bit>; 2],
+    topk_done_s: DFF<Bit>,
+    err_s: DFF<Bit>,
+    bvalid: DFF<Bit>,
+    bresp: DFF<Bits<2>>,
+    rvalid: DFF<Bit>,
+    rresp: DFF<Bits<2>>,
+    rdata: DFF<Bits<32>>,
+    // Packers: lanes of the beat being filled, the finished beat.
+    pk_lane: [DFF<Bits<16>>; 16],
+    beat: [DFF<Bits<16>>; 16],
+    pk_cnt: [DFF<Bits<3>>; 2],
+    pk_col: [DFF<Bits<9>>; 2],
+    beat_v: [DFF<Bit>; 2],
+    // Locals.
+    sel_v: [Signal<Local, Bit>; 2],
+    sel_d: [Signal<Local, Bits<16>>; 2],
+    col_next: [Signal<Local, Bits<9>>; 2],
+    emit: [Signal<Local, Bit>; 2],
+    busy: [Signal<Local, Bit>; 2],
+    status: Signal<Local, Bits<32>>,
+    w_take: Signal<Local, Bit>,
+    w_ok: Signal<Local, Bit>,
+    w_glob: Signal<Local, Bit>,
+    w_chan: Signal<Local, Bit>,
+    w_word: Signal<Local, Bits<8>>,
+    w_ch: Signal<Local, Bits<4>>,
+    w_reg: Signal<Local, Bits<4>>,
+    r_take: Signal<Local, Bit>,
+    r_ok: Signal<Local, Bit>,
+    r_glob: Signal<Local, Bit>,
+    r_chan: Signal<Local, Bit>,
+    r_word: Signal<Local, Bits<8>>,
+    r_ch: Signal<Local, Bits<4>>,
+    r_reg: Signal<Local, Bits<4>>,
+    r_mux: Signal<Local, Bits<32>>,
+    r_rows: Signal<Local, Bits<ROW_BITS>>,
+    r_len: Signal<Local, Bits<LEN_BITS>>,
+    r_keep: Signal<Local, Bits<LEN_BITS>>,
+    r_route: Signal<Local, Bits<2>>,
+    w_lo: Signal<Local, Bits<64>>,
+    w_hi: Signal<Local, Bits<64>>,
+    ctrl_we: Signal<Local, Bit>,
+    soft_reset: Signal<Local, Bit>,
+}
+
+impl<const CH: usize> Default for Engine<CH> {
+    fn default() -> Self {
+        assert!((1..=16).contains(&CH), "1 ≤ CH ≤ 16");
+        let config =
+            CH as u64 | (2 << 8) | ((LANES as u64) << 12) | ((argtopk::SYNTH_K_MAX as u64) << 16);
+        Self {
+            clock: Default::default(),
+            nfc_start: std::array::from_fn(|_| Default::default()),
+            nfc_valid: std::array::from_fn(|_| Default::default()),
+            nfc_data: std::array::from_fn(|_| Default::default()),
+            q_we: Default::default(),
+            q_kernel: Default::default(),
+            q_addr: Default::default(),
+            q_data: Default::default(),
+            out0_valid: Default::default(),
+            out0_data: Default::default(),
+            out1_valid: Default::default(),
+            out1_data: Default::default(),
+            topk_valid: Default::default(),
+            topk_key: Default::default(),
+            topk_index: Default::default(),
+            topk_flush: Default::default(),
+            topk_out_valid: Default::default(),
+            topk_out_index: Default::default(),
+            irq: Default::default(),
+            s_axi_awvalid: Default::default(),
+            s_axi_awready: Default::default(),
+            s_axi_awaddr: Default::default(),
+            s_axi_wvalid: Default::default(),
+            s_axi_wready: Default::default(),
+            s_axi_wdata: Default::default(),
+            s_axi_wstrb: Default::default(),
+            s_axi_bvalid: Default::default(),
+            s_axi_bready: Default::default(),
+            s_axi_bresp: Default::default(),
+            s_axi_arvalid: Default::default(),
+            s_axi_arready: Default::default(),
+            s_axi_araddr: Default::default(),
+            s_axi_rvalid: Default::default(),
+            s_axi_rready: Default::default(),
+            s_axi_rdata: Default::default(),
+            s_axi_rresp: Default::default(),
+            filt: std::array::from_fn(|_| Default::default()),
+            kern0: Default::default(),
+            kern1: Default::default(),
+            topk: Default::default(),
+            id_c: Constant::new(u64::from(ID).into()),
+            version_c: Constant::new(u64::from(VERSION).into()),
+            config_c: Constant::new(config.into()),
+            zero: Constant::new(0.into()),
+            onehot: [Constant::new(1.into()), Constant::new(2.into())],
+            kd: Default::default(),
+            ks: Default::default(),
+            kc: Default::default(),
+            topk_k: Default::default(),
+            rows: std::array::from_fn(|_| Default::default()),
+            row_len: std::array::from_fn(|_| Default::default()),
+            keep: std::array::from_fn(|_| Default::default()),
+            route: std::array::from_fn(|_| Default::default()),
+            mask_lo: std::array::from_fn(|_| Default::default()),
+            start_p: Default::default(),
+            topk_start_p: Default::default(),
+            done_s: Default::default(),
+            topk_done_s: Default::default(),
+            err_s: Default::default(),
+            bvalid: Default::default(),
+            bresp: Default::default(),
+            rvalid: Default::default(),
+            rresp: Default::default(),
+            rdata: Default::default(),
+            pk_lane: Default::default(),
+            beat: Default::default(),
+            pk_cnt: Default::default(),
+            pk_col: Default::default(),
+            beat_v: Default::default(),
+            sel_v: Default::default(),
+            sel_d: Default::default(),
+            col_next: Default::default(),
+            emit: Default::default(),
+            busy: Default::default(),
+            status: Default::default(),
+            w_take: Default::default(),
+            w_ok: Default::default(),
+            w_glob: Default::default(),
+            w_chan: Default::default(),
+            w_word: Default::default(),
+            w_ch: Default::default(),
+            w_reg: Default::default(),
+            r_take: Default::default(),
+            r_ok: Default::default(),
+            r_glob: Default::default(),
+            r_chan: Default::default(),
+            r_word: Default::default(),
+            r_ch: Default::default(),
+            r_reg: Default::default(),
+            r_mux: Default::default(),
+            r_rows: Default::default(),
+            r_len: Default::default(),
+            r_keep: Default::default(),
+            r_route: Default::default(),
+            w_lo: Default::default(),
+            w_hi: Default::default(),
+            ctrl_we: Default::default(),
+            soft_reset: Default::default(),
+        }
+    }
+}
+
+impl<const CH: usize> std::fmt::Debug for Engine<CH> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("channels", &CH).finish()
+    }
+}
+
+impl<const CH: usize> Logic for Engine<CH> {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(
+            self,
+            clock,
+            topk_k,
+            topk_start_p,
+            topk_done_s,
+            err_s,
+            bvalid,
+            bresp,
+            rvalid,
+            rresp,
+            rdata
+        );
+        for k in 0..2 {
+            self.kd[k].clock.next = self.clock.val();
+            self.kd[k].d.next = self.kd[k].q.val();
+            self.ks[k].clock.next = self.clock.val();
+            self.ks[k].d.next = self.ks[k].q.val();
+            self.kc[k].clock.next = self.clock.val();
+            self.kc[k].d.next = self.kc[k].q.val();
+            self.start_p[k].clock.next = self.clock.val();
+            self.start_p[k].d.next = false;
+            self.done_s[k].clock.next = self.clock.val();
+            self.done_s[k].d.next = self.done_s[k].q.val();
+            self.pk_cnt[k].clock.next = self.clock.val();
+            self.pk_cnt[k].d.next = self.pk_cnt[k].q.val();
+            self.pk_col[k].clock.next = self.clock.val();
+            self.pk_col[k].d.next = self.pk_col[k].q.val();
+            self.beat_v[k].clock.next = self.clock.val();
+            self.beat_v[k].d.next = false;
+        }
+        for j in 0..16 {
+            self.pk_lane[j].clock.next = self.clock.val();
+            self.pk_lane[j].d.next = self.pk_lane[j].q.val();
+            self.beat[j].clock.next = self.clock.val();
+            self.beat[j].d.next = self.beat[j].q.val();
+        }
+        for c in 0..CH {
+            self.rows[c].clock.next = self.clock.val();
+            self.rows[c].d.next = self.rows[c].q.val();
+            self.row_len[c].clock.next = self.clock.val();
+            self.row_len[c].d.next = self.row_len[c].q.val();
+            self.keep[c].clock.next = self.clock.val();
+            self.keep[c].d.next = self.keep[c].q.val();
+            self.route[c].clock.next = self.clock.val();
+            self.route[c].d.next = self.route[c].q.val();
+            self.mask_lo[c].clock.next = self.clock.val();
+            self.mask_lo[c].d.next = self.mask_lo[c].q.val();
+        }
+        self.topk_start_p.d.next = false;
+
+        // AXI write: decode.
+        self.w_take.next =
+            self.s_axi_awvalid.val() & self.s_axi_wvalid.val() & !self.bvalid.q.val();
+        self.s_axi_awready.next = self.w_take.val();
+        self.s_axi_wready.next = self.w_take.val();
+        self.w_word.next = self.s_axi_awaddr.val().get_bits::<8>(2);
+        self.w_ch.next = self.s_axi_awaddr.val().get_bits::<4>(6);
+        self.w_reg.next = self.s_axi_awaddr.val().get_bits::<4>(2);
+        self.w_glob.next = (self.s_axi_awaddr.val().get_bits::<2>(10).index() == 0)
+            & (self.s_axi_awaddr.val().get_bits::<2>(0).index() == 0)
+            & (self.s_axi_wstrb.val().index() == 15);
+        self.w_chan.next = false;
+        for c in 0..CH {
+            if self.w_ch.val().index() == c {
+                self.w_chan.next = (self.s_axi_awaddr.val().get_bits::<2>(10).index() == 1)
+                    & (self.s_axi_awaddr.val().get_bits::<2>(0).index() == 0)
+                    & (self.s_axi_wstrb.val().index() == 15)
+                    & ((self.w_reg.val().index() < 4) | (self.w_reg.val().index() >= 8));
+            }
+        }
+        self.w_ok.next = self.w_chan.val()
+            | (self.w_glob.val()
+                & ((self.w_word.val().index() == 4)
+                    | (self.w_word.val().index() == 8)
+                    | (self.w_word.val().index() == 9)
+                    | (self.w_word.val().index() == 10)
+                    | (self.w_word.val().index() == 12)
+                    | (self.w_word.val().index() == 13)
+                    | (self.w_word.val().index() == 14)
+                    | (self.w_word.val().index() == 16)));
+        self.ctrl_we.next =
+            self.w_take.val() & self.w_glob.val() & (self.w_word.val().index() == 4);
+        self.soft_reset.next = self.ctrl_we.val() & self.s_axi_wdata.val().get_bit(31);
+
+        // Channel filters (the mask halves widened outside the loop:
+        // rust-hdl evaluates `bit_cast` widths outside loop context).
+        self.w_lo.next = bit_cast::<64, 32>(self.s_axi_wdata.val());
+        self.w_hi.next = self.w_lo.val() << 32;
+        for c in 0..CH {
+            self.filt[c].clock.next = self.clock.val();
+            self.filt[c].start.next = self.nfc_start[c].val();
+            self.filt[c].in_valid.next = self.nfc_valid[c].val();
+            self.filt[c].in_data.next = self.nfc_data[c].val();
+            self.filt[c].rows.next = self.rows[c].q.val();
+            self.filt[c].row_len.next = self.row_len[c].q.val();
+            self.filt[c].keep.next = self.keep[c].q.val();
+            self.filt[c].mask_we.next = false;
+            self.filt[c].mask_addr.next = self.w_reg.val().get_bits::<2>(1);
+            self.filt[c].mask_data.next = self.w_hi.val() | self.mask_lo[c].q.val();
+        }
+
+        // Routing: each kernel takes the element of a channel routed to it.
+        for k in 0..2 {
+            self.sel_v[k].next = false;
+            self.sel_d[k].next = self.filt[0].out_data.val();
+            for c in 0..CH {
+                if self.filt[c].out_valid.val() & self.route[c].q.val().get_bit(k) {
+                    self.sel_v[k].next = true;
+                    self.sel_d[k].next = self.filt[c].out_data.val();
+                }
+            }
+        }
+
+        // Packers: rows of D elements into 8-lane beats.
+        for k in 0..2 {
+            self.col_next[k].next = self.pk_col[k].q.val() + 1;
+            self.emit[k].next =
+                (self.col_next[k].val() == self.kd[k].q.val()) | (self.pk_cnt[k].q.val() == 7);
+            if self.sel_v[k].val() {
+                for j in 0..8 {
+                    if self.pk_cnt[k].q.val().index() == j {
+                        self.pk_lane[k * 8 + j].d.next = self.sel_d[k].val();
+                    }
+                }
+                if self.emit[k].val() {
+                    self.beat_v[k].d.next = true;
+                    for j in 0..8 {
+                        if self.pk_cnt[k].q.val().index() == j {
+                            self.beat[k * 8 + j].d.next = self.sel_d[k].val();
+                        } else {
+                            self.beat[k * 8 + j].d.next = self.pk_lane[k * 8 + j].q.val();
+                        }
+                    }
+                    self.pk_cnt[k].d.next = 0.into();
+                } else {
+                    self.pk_cnt[k].d.next = self.pk_cnt[k].q.val() + 1;
+                }
+                if self.col_next[k].val() == self.kd[k].q.val() {
+                    self.pk_col[k].d.next = 0.into();
+                } else {
+                    self.pk_col[k].d.next = self.col_next[k].val();
+                }
+            }
+            if self.start_p[k].q.val() {
+                self.pk_cnt[k].d.next = 0.into();
+                self.pk_col[k].d.next = 0.into();
+            }
+        }
+
+        // Kernels.
+        self.kern0.clock.next = self.clock.val();
+        self.kern1.clock.next = self.clock.val();
+        self.busy[0].next = self.kern0.busy.val() | self.start_p[0].q.val();
+        self.busy[1].next = self.kern1.busy.val() | self.start_p[1].q.val();
+        self.kern0.q_we.next =
+            self.q_we.val() & (self.q_kernel.val().index() == 0) & !self.busy[0].val();
+        self.kern1.q_we.next =
+            self.q_we.val() & (self.q_kernel.val().index() == 1) & !self.busy[1].val();
+        self.kern0.q_addr.next = self.q_addr.val();
+        self.kern1.q_addr.next = self.q_addr.val();
+        self.kern0.q_data.next = self.q_data.val();
+        self.kern1.q_data.next = self.q_data.val();
+        self.kern0.start.next = self.start_p[0].q.val();
+        self.kern1.start.next = self.start_p[1].q.val();
+        self.kern0.d.next = self.kd[0].q.val();
+        self.kern1.d.next = self.kd[1].q.val();
+        self.kern0.s.next = self.ks[0].q.val();
+        self.kern1.s.next = self.ks[1].q.val();
+        self.kern0.c.next = self.kc[0].q.val();
+        self.kern1.c.next = self.kc[1].q.val();
+        self.kern0.k_valid.next = self.beat_v[0].q.val();
+        self.kern1.k_valid.next = self.beat_v[1].q.val();
+        self.kern0.v_valid.next = self.beat_v[0].q.val();
+        self.kern1.v_valid.next = self.beat_v[1].q.val();
+        for j in 0..8 {
+            self.kern0.k_data[j].next = self.beat[j].q.val();
+            self.kern0.v_data[j].next = self.beat[j].q.val();
+            self.kern1.k_data[j].next = self.beat[8 + j].q.val();
+            self.kern1.v_data[j].next = self.beat[8 + j].q.val();
+            self.out0_data[j].next = self.kern0.out_data[j].val();
+            self.out1_data[j].next = self.kern1.out_data[j].val();
+        }
+        self.out0_valid.next = self.kern0.out_valid.val();
+        self.out1_valid.next = self.kern1.out_valid.val();
+        if self.kern0.done.val() {
+            self.done_s[0].d.next = true;
+        }
+        if self.kern1.done.val() {
+            self.done_s[1].d.next = true;
+        }
+        for k in 0..2 {
+            if self.start_p[k].q.val() {
+                self.done_s[k].d.next = false;
+            }
+        }
+
+        // ArgTopK.
+        self.topk.clock.next = self.clock.val();
+        self.topk.start.next = self.topk_start_p.q.val();
+        self.topk.k.next = self.topk_k.q.val();
+        self.topk.in_valid.next = self.topk_valid.val();
+        self.topk.in_key.next = self.topk_key.val();
+        self.topk.in_index.next = self.topk_index.val();
+        self.topk.flush.next = self.topk_flush.val();
+        self.topk_out_valid.next = self.topk.out_valid.val();
+        self.topk_out_index.next = self.topk.out_index.val();
+        if self.topk.done.val() {
+            self.topk_done_s.d.next = true;
+        }
+        if self.topk_start_p.q.val() {
+            self.topk_done_s.d.next = false;
+        }
+        self.irq.next = self.done_s[0].q.val() | self.done_s[1].q.val() | self.topk_done_s.q.val();
+
+        // STATUS.
+        self.status.next = self
+            .zero
+            .val()
+            .replace_bit(0, self.busy[0].val())
+            .replace_bit(1, self.busy[1].val())
+            .replace_bit(2, self.done_s[0].q.val())
+            .replace_bit(3, self.done_s[1].q.val())
+            .replace_bit(4, self.kern0.v_ready.val())
+            .replace_bit(5, self.kern1.v_ready.val())
+            .replace_bit(8, self.topk.busy.val())
+            .replace_bit(9, self.topk_done_s.q.val())
+            .replace_bit(12, !self.busy[0].val() | !self.busy[1].val())
+            .replace_bit(13, self.busy[0].val() & !self.busy[1].val())
+            .replace_bit(16, self.err_s.q.val());
+
+        // AXI write: effects.
+        if self.w_take.val() & self.w_glob.val() {
+            if self.w_word.val().index() == 8 {
+                self.kd[0].d.next = self.s_axi_wdata.val().get_bits::<9>(0);
+            }
+            if self.w_word.val().index() == 9 {
+                self.ks[0].d.next = self.s_axi_wdata.val().get_bits::<14>(0);
+            }
+            if self.w_word.val().index() == 10 {
+                self.kc[0].d.next = self.s_axi_wdata.val();
+            }
+            if self.w_word.val().index() == 12 {
+                self.kd[1].d.next = self.s_axi_wdata.val().get_bits::<9>(0);
+            }
+            if self.w_word.val().index() == 13 {
+                self.ks[1].d.next = self.s_axi_wdata.val().get_bits::<14>(0);
+            }
+            if self.w_word.val().index() == 14 {
+                self.kc[1].d.next = self.s_axi_wdata.val();
+            }
+            if self.w_word.val().index() == 16 {
+                self.topk_k.d.next = self.s_axi_wdata.val().get_bits::<16>(0);
+            }
+        }
+        if self.ctrl_we.val() & !self.soft_reset.val() {
+            for k in 0..2 {
+                if self.s_axi_wdata.val().get_bit(k) {
+                    if self.busy[k].val() {
+                        self.err_s.d.next = true;
+                    } else {
+                        self.start_p[k].d.next = true;
+                        for c in 0..CH {
+                            if self.s_axi_wdata.val().get_bit(8 + c) {
+                                self.route[c].d.next = self.onehot[k].val();
+                            }
+                        }
+                    }
+                }
+            }
+            if self.s_axi_wdata.val().get_bit(4) {
+                self.topk_start_p.d.next = true;
+            }
+        }
+        for c in 0..CH {
+            if self.w_take.val() & self.w_chan.val() & (self.w_ch.val().index() == c) {
+                if self.w_reg.val().index() == 0 {
+                    self.rows[c].d.next = self.s_axi_wdata.val().get_bits::<ROW_BITS>(0);
+                }
+                if self.w_reg.val().index() == 1 {
+                    self.row_len[c].d.next = self.s_axi_wdata.val().get_bits::<LEN_BITS>(0);
+                }
+                if self.w_reg.val().index() == 2 {
+                    self.keep[c].d.next = self.s_axi_wdata.val().get_bits::<LEN_BITS>(0);
+                }
+                if self.w_reg.val().index() == 3 {
+                    self.route[c].d.next = self.s_axi_wdata.val().get_bits::<2>(0);
+                }
+                if self.w_reg.val().get_bit(3) {
+                    if self.w_reg.val().get_bit(0) {
+                        self.filt[c].mask_we.next = true;
+                    } else {
+                        self.mask_lo[c].d.next = self.w_lo.val();
+                    }
+                }
+            }
+        }
+        if self.w_take.val() {
+            self.bvalid.d.next = true;
+            if self.w_ok.val() {
+                self.bresp.d.next = 0.into();
+            } else {
+                self.bresp.d.next = 2.into();
+            }
+        } else if self.s_axi_bready.val() {
+            self.bvalid.d.next = false;
+        }
+        self.s_axi_bvalid.next = self.bvalid.q.val();
+        self.s_axi_bresp.next = self.bresp.q.val();
+
+        // AXI read.
+        self.r_take.next = self.s_axi_arvalid.val() & !self.rvalid.q.val();
+        self.s_axi_arready.next = self.r_take.val();
+        self.r_word.next = self.s_axi_araddr.val().get_bits::<8>(2);
+        self.r_ch.next = self.s_axi_araddr.val().get_bits::<4>(6);
+        self.r_reg.next = self.s_axi_araddr.val().get_bits::<4>(2);
+        self.r_glob.next = (self.s_axi_araddr.val().get_bits::<2>(10).index() == 0)
+            & (self.s_axi_araddr.val().get_bits::<2>(0).index() == 0);
+        self.r_chan.next = false;
+        self.r_rows.next = self.rows[0].q.val();
+        self.r_len.next = self.row_len[0].q.val();
+        self.r_keep.next = self.keep[0].q.val();
+        self.r_route.next = self.route[0].q.val();
+        for c in 0..CH {
+            if self.r_ch.val().index() == c {
+                self.r_chan.next = (self.s_axi_araddr.val().get_bits::<2>(10).index() == 1)
+                    & (self.s_axi_araddr.val().get_bits::<2>(0).index() == 0)
+                    & ((self.r_reg.val().index() < 4) | (self.r_reg.val().index() >= 8));
+                self.r_rows.next = self.rows[c].q.val();
+                self.r_len.next = self.row_len[c].q.val();
+                self.r_keep.next = self.keep[c].q.val();
+                self.r_route.next = self.route[c].q.val();
+            }
+        }
+        self.r_mux.next = self.zero.val();
+        if self.r_chan.val() {
+            if self.r_reg.val().index() == 0 {
+                self.r_mux.next = bit_cast::<32, ROW_BITS>(self.r_rows.val());
+            }
+            if self.r_reg.val().index() == 1 {
+                self.r_mux.next = bit_cast::<32, LEN_BITS>(self.r_len.val());
+            }
+            if self.r_reg.val().index() == 2 {
+                self.r_mux.next = bit_cast::<32, LEN_BITS>(self.r_keep.val());
+            }
+            if self.r_reg.val().index() == 3 {
+                self.r_mux.next = bit_cast::<32, 2>(self.r_route.val());
+            }
+        }
+        self.r_ok.next = self.r_chan.val()
+            | (self.r_glob.val()
+                & ((self.r_word.val().index() <= 2)
+                    | (self.r_word.val().index() == 4)
+                    | (self.r_word.val().index() == 5)
+                    | (self.r_word.val().index() == 8)
+                    | (self.r_word.val().index() == 9)
+                    | (self.r_word.val().index() == 10)
+                    | (self.r_word.val().index() == 12)
+                    | (self.r_word.val().index() == 13)
+                    | (self.r_word.val().index() == 14)
+                    | (self.r_word.val().index() == 16)));
+        if self.r_glob.val() {
+            if self.r_word.val().index() == 0 {
+                self.r_mux.next = self.id_c.val();
+            }
+            if self.r_word.val().index() == 1 {
+                self.r_mux.next = self.version_c.val();
+            }
+            if self.r_word.val().index() == 2 {
+                self.r_mux.next = self.config_c.val();
+            }
+            if self.r_word.val().index() == 5 {
+                self.r_mux.next = self.status.val();
+            }
+            if self.r_word.val().index() == 8 {
+                self.r_mux.next = bit_cast::<32, 9>(self.kd[0].q.val());
+            }
+            if self.r_word.val().index() == 9 {
+                self.r_mux.next = bit_cast::<32, 14>(self.ks[0].q.val());
+            }
+            if self.r_word.val().index() == 10 {
+                self.r_mux.next = self.kc[0].q.val();
+            }
+            if self.r_word.val().index() == 12 {
+                self.r_mux.next = bit_cast::<32, 9>(self.kd[1].q.val());
+            }
+            if self.r_word.val().index() == 13 {
+                self.r_mux.next = bit_cast::<32, 14>(self.ks[1].q.val());
+            }
+            if self.r_word.val().index() == 14 {
+                self.r_mux.next = self.kc[1].q.val();
+            }
+            if self.r_word.val().index() == 16 {
+                self.r_mux.next = bit_cast::<32, 16>(self.topk_k.q.val());
+            }
+        }
+        if self.r_take.val() {
+            self.rvalid.d.next = true;
+            self.rdata.d.next = self.r_mux.val();
+            if self.r_ok.val() {
+                self.rresp.d.next = 0.into();
+            } else {
+                self.rresp.d.next = 2.into();
+                self.rdata.d.next = 0.into();
+            }
+        } else if self.s_axi_rready.val() {
+            self.rvalid.d.next = false;
+        }
+        self.s_axi_rvalid.next = self.rvalid.q.val();
+        self.s_axi_rdata.next = self.rdata.q.val();
+        self.s_axi_rresp.next = self.rresp.q.val();
+
+        // Soft reset: registers, routes, packers, sticky bits.
+        if self.soft_reset.val() {
+            for k in 0..2 {
+                self.kd[k].d.next = 0.into();
+                self.ks[k].d.next = 0.into();
+                self.kc[k].d.next = 0.into();
+                self.done_s[k].d.next = false;
+                self.pk_cnt[k].d.next = 0.into();
+                self.pk_col[k].d.next = 0.into();
+            }
+            for c in 0..CH {
+                self.rows[c].d.next = 0.into();
+                self.row_len[c].d.next = 0.into();
+                self.keep[c].d.next = 0.into();
+                self.route[c].d.next = 0.into();
+                self.mask_lo[c].d.next = 0.into();
+            }
+            self.topk_k.d.next = 0.into();
+            self.topk_done_s.d.next = false;
+            self.err_s.d.next = false;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
