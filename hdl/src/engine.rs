@@ -313,6 +313,11 @@ pub struct Engine<const CH: usize> {
     col_next: [Signal<Local, Bits<9>>; 2],
     emit: [Signal<Local, Bit>; 2],
     busy: [Signal<Local, Bit>; 2],
+    /// Some kernel is idle (STATUS.IDLE_VALID). A signal of its own: as an
+    /// inline `!a | !b` inside the 32-bit STATUS expression, the generated
+    /// Verilog would widen `a` and `b` before inverting them and set
+    /// STATUS[31:12] (found by the Verilog co-simulation).
+    idle: Signal<Local, Bit>,
     status: Signal<Local, Bits<32>>,
     w_take: Signal<Local, Bit>,
     w_ok: Signal<Local, Bit>,
@@ -419,6 +424,7 @@ impl<const CH: usize> Default for Engine<CH> {
             col_next: Default::default(),
             emit: Default::default(),
             busy: Default::default(),
+            idle: Default::default(),
             status: Default::default(),
             w_take: Default::default(),
             w_ok: Default::default(),
@@ -669,6 +675,7 @@ impl<const CH: usize> Logic for Engine<CH> {
         if self.topk_start_p.q.val() {
             self.topk_done_s.d.next = false;
         }
+        self.idle.next = !self.busy[0].val() | !self.busy[1].val();
         self.irq.next = self.done_s[0].q.val() | self.done_s[1].q.val() | self.topk_done_s.q.val();
 
         // STATUS.
@@ -683,7 +690,7 @@ impl<const CH: usize> Logic for Engine<CH> {
             .replace_bit(5, self.kern1.v_ready.val())
             .replace_bit(8, self.topk.busy.val())
             .replace_bit(9, self.topk_done_s.q.val())
-            .replace_bit(12, !self.busy[0].val() | !self.busy[1].val())
+            .replace_bit(12, self.idle.val())
             .replace_bit(13, self.busy[0].val() & !self.busy[1].val())
             .replace_bit(16, self.err_s.q.val());
 
@@ -889,6 +896,404 @@ impl<const CH: usize> Logic for Engine<CH> {
             self.topk_done_s.d.next = false;
             self.err_s.d.next = false;
         }
+    }
+}
+
+pub mod cosim {
+    //! Co-simulation support: drives an [`Engine<SYNTH_CHANNELS>`] (the
+    //! synthesized top) through one attention job clock by clock, the way a
+    //! driver would (AXI4-Lite handshakes, query loads, NFC pages), and
+    //! records every clock's inputs and sampled outputs, so that the
+    //! generated Verilog can be run on the same inputs
+    //! (`tests/verilog_cosim.rs`, `tb/engine_tb.v`) and compared line for
+    //! line.
+
+    use std::collections::VecDeque;
+
+    use rust_hdl::prelude::*;
+
+    use super::{Engine, SYNTH_CHANNELS, bit, reg};
+
+    /// One NFC page: its 256-row mask and its elements in stream order.
+    #[derive(Clone, Debug)]
+    pub struct Page {
+        /// Rows kept (bit r of word r/64).
+        pub mask: [u64; 4],
+        /// The page's elements (fp16 bits), one per clock.
+        pub data: Vec<u16>,
+    }
+
+    /// One job on kernel `kernel` fed through channel `channel`.
+    #[derive(Clone, Debug)]
+    pub struct Job {
+        /// The kernel (0 or 1).
+        pub kernel: u32,
+        /// The channel (< [`SYNTH_CHANNELS`]).
+        pub channel: u32,
+        /// Head dimension d (= the channel's KEEP).
+        pub d: u32,
+        /// Kept tokens S.
+        pub s: u32,
+        /// Logit scale (Q16).
+        pub scale: u32,
+        /// The query (`Fx`, i32 bits), d elements.
+        pub q: Vec<i32>,
+        /// Rows per page.
+        pub rows_per_page: u32,
+        /// Elements per row.
+        pub row_len: u32,
+        /// The K pages.
+        pub k_pages: Vec<Page>,
+        /// The V pages.
+        pub v_pages: Vec<Page>,
+    }
+
+    /// The engine's inputs in one clock.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct EngineIn {
+        /// `nfc_start`, bit c for channel c.
+        pub nfc_start: u8,
+        /// `nfc_valid`, bit c for channel c.
+        pub nfc_valid: u8,
+        /// `nfc_data`.
+        pub nfc_data: [u16; SYNTH_CHANNELS],
+        /// `q_we`.
+        pub q_we: bool,
+        /// `q_kernel`.
+        pub q_kernel: u8,
+        /// `q_addr`.
+        pub q_addr: u8,
+        /// `q_data`.
+        pub q_data: u32,
+        /// `topk_valid`.
+        pub topk_valid: bool,
+        /// `topk_key`.
+        pub topk_key: u64,
+        /// `topk_index`.
+        pub topk_index: u32,
+        /// `topk_flush`.
+        pub topk_flush: bool,
+        /// `s_axi_awvalid`.
+        pub awvalid: bool,
+        /// `s_axi_awaddr`.
+        pub awaddr: u16,
+        /// `s_axi_wvalid`.
+        pub wvalid: bool,
+        /// `s_axi_wdata`.
+        pub wdata: u32,
+        /// `s_axi_wstrb`.
+        pub wstrb: u8,
+        /// `s_axi_bready`.
+        pub bready: bool,
+        /// `s_axi_arvalid`.
+        pub arvalid: bool,
+        /// `s_axi_araddr`.
+        pub araddr: u16,
+        /// `s_axi_rready`.
+        pub rready: bool,
+    }
+
+    impl EngineIn {
+        /// The clock as a `tb/engine_tb.v` vector line (hex fields).
+        pub fn vector_line(&self) -> String {
+            let b = u8::from;
+            format!(
+                "{:x} {:x} {:04x} {:04x} {:04x} {:04x} {:x} {:x} {:02x} {:08x} {:x} {:016x} {:08x} {:x} \
+                 {:x} {:03x} {:x} {:08x} {:x} {:x} {:x} {:03x} {:x}",
+                self.nfc_start,
+                self.nfc_valid,
+                self.nfc_data[0],
+                self.nfc_data[1],
+                self.nfc_data[2],
+                self.nfc_data[3],
+                b(self.q_we),
+                self.q_kernel,
+                self.q_addr,
+                self.q_data,
+                b(self.topk_valid),
+                self.topk_key,
+                self.topk_index,
+                b(self.topk_flush),
+                b(self.awvalid),
+                self.awaddr,
+                b(self.wvalid),
+                self.wdata,
+                self.wstrb,
+                b(self.bready),
+                b(self.arvalid),
+                self.araddr,
+                b(self.rready),
+            )
+        }
+    }
+
+    /// What a job's run recorded.
+    #[derive(Clone, Debug, Default)]
+    pub struct Trace {
+        /// Each clock's inputs.
+        pub inputs: Vec<EngineIn>,
+        /// Each clock's outputs after the edge, as `tb/engine_tb.v` writes
+        /// them (payloads zeroed while their valid is low).
+        pub outputs: Vec<String>,
+        /// The AXI reads: (address, RDATA, RRESP).
+        pub reads: Vec<(u32, u32, u8)>,
+        /// Kernel 0's output beats.
+        pub out0: Vec<Vec<i32>>,
+        /// Clocks at which `irq` was high.
+        pub irq_clocks: usize,
+    }
+
+    struct Tb {
+        uut: Box<Engine<SYNTH_CHANNELS>>,
+        cur: EngineIn,
+        nfc: [VecDeque<(bool, u16)>; SYNTH_CHANNELS],
+        q: VecDeque<(u8, u8, i32)>,
+        trace: Trace,
+    }
+
+    impl Tb {
+        fn apply(&mut self) {
+            let (u, x) = (&mut self.uut, &self.cur);
+            for c in 0..SYNTH_CHANNELS {
+                u.nfc_start[c].next = x.nfc_start >> c & 1 == 1;
+                u.nfc_valid[c].next = x.nfc_valid >> c & 1 == 1;
+                u.nfc_data[c].next = u64::from(x.nfc_data[c]).into();
+            }
+            u.q_we.next = x.q_we;
+            u.q_kernel.next = u64::from(x.q_kernel).into();
+            u.q_addr.next = u64::from(x.q_addr).into();
+            u.q_data.next = u64::from(x.q_data).into();
+            u.topk_valid.next = x.topk_valid;
+            u.topk_key.next = x.topk_key.into();
+            u.topk_index.next = u64::from(x.topk_index).into();
+            u.topk_flush.next = x.topk_flush;
+            u.s_axi_awvalid.next = x.awvalid;
+            u.s_axi_awaddr.next = u64::from(x.awaddr).into();
+            u.s_axi_wvalid.next = x.wvalid;
+            u.s_axi_wdata.next = u64::from(x.wdata).into();
+            u.s_axi_wstrb.next = u64::from(x.wstrb).into();
+            u.s_axi_bready.next = x.bready;
+            u.s_axi_arvalid.next = x.arvalid;
+            u.s_axi_araddr.next = u64::from(x.araddr).into();
+            u.s_axi_rready.next = x.rready;
+        }
+
+        /// The combinational outputs under the current inputs, before the
+        /// edge.
+        fn settle(&mut self) {
+            self.apply();
+            crate::sim::settle(self.uut.as_mut());
+        }
+
+        fn step(&mut self) {
+            self.cur.nfc_start = 0;
+            self.cur.nfc_valid = 0;
+            for c in 0..SYNTH_CHANNELS {
+                let x = self.nfc[c].pop_front();
+                let valid = x.is_some();
+                let (start, data) = x.unwrap_or_default();
+                self.cur.nfc_start |= u8::from(start) << c;
+                self.cur.nfc_valid |= u8::from(valid) << c;
+                self.cur.nfc_data[c] = if valid { data } else { 0 };
+            }
+            let q = self.q.pop_front();
+            self.cur.q_we = q.is_some();
+            let (k, a, v) = q.unwrap_or_default();
+            self.cur.q_kernel = k;
+            self.cur.q_addr = a;
+            self.cur.q_data = v as u32;
+            self.apply();
+            crate::sim::tick(self.uut.as_mut(), |u| &mut u.clock);
+            let u = &self.uut;
+            let h = |s: &Signal<Out, Bit>| u8::from(s.val());
+            let gate = |v: bool, x: u64| if v { x } else { 0 };
+            let mut line = format!(
+                "{:x} {:x} {:x} {:x} {:x} {:x} {:08x} {:x}",
+                h(&u.s_axi_awready),
+                h(&u.s_axi_wready),
+                h(&u.s_axi_bvalid),
+                gate(u.s_axi_bvalid.val(), u.s_axi_bresp.val().to_u64()),
+                h(&u.s_axi_arready),
+                h(&u.s_axi_rvalid),
+                gate(u.s_axi_rvalid.val(), u.s_axi_rdata.val().to_u64()),
+                gate(u.s_axi_rvalid.val(), u.s_axi_rresp.val().to_u64()),
+            );
+            for (v, data) in [(&u.out0_valid, &u.out0_data), (&u.out1_valid, &u.out1_data)] {
+                line.push_str(&format!(" {:x}", h(v)));
+                for x in data {
+                    line.push_str(&format!(" {:08x}", gate(v.val(), x.val().to_u64())));
+                }
+            }
+            line.push_str(&format!(
+                " {:x} {:08x} {:x}",
+                h(&u.topk_out_valid),
+                gate(u.topk_out_valid.val(), u.topk_out_index.val().to_u64()),
+                h(&u.irq)
+            ));
+            if u.out0_valid.val() {
+                self.trace.out0.push(
+                    u.out0_data
+                        .iter()
+                        .map(|x| x.val().to_u32() as i32)
+                        .collect(),
+                );
+            }
+            self.trace.irq_clocks += usize::from(u.irq.val());
+            self.trace.inputs.push(self.cur);
+            self.trace.outputs.push(line);
+        }
+
+        /// An AXI4-Lite write (AW and W together, then B); returns BRESP.
+        fn write(&mut self, addr: u32, data: u32) -> u8 {
+            self.cur.awvalid = true;
+            self.cur.awaddr = addr as u16;
+            self.cur.wvalid = true;
+            self.cur.wdata = data;
+            self.cur.wstrb = 0xF;
+            self.cur.bready = false;
+            loop {
+                self.settle();
+                let taken = self.uut.s_axi_awready.val() && self.uut.s_axi_wready.val();
+                self.step();
+                if taken {
+                    break;
+                }
+            }
+            self.cur.awvalid = false;
+            self.cur.wvalid = false;
+            self.cur.bready = true;
+            loop {
+                self.settle();
+                let resp = self
+                    .uut
+                    .s_axi_bvalid
+                    .val()
+                    .then(|| self.uut.s_axi_bresp.val().to_u8());
+                self.step();
+                if let Some(r) = resp {
+                    self.cur.bready = false;
+                    return r;
+                }
+            }
+        }
+
+        /// An AXI4-Lite read (AR, then R); returns RDATA.
+        fn read(&mut self, addr: u32) -> u32 {
+            self.cur.arvalid = true;
+            self.cur.araddr = addr as u16;
+            self.cur.rready = false;
+            loop {
+                self.settle();
+                let taken = self.uut.s_axi_arready.val();
+                self.step();
+                if taken {
+                    break;
+                }
+            }
+            self.cur.arvalid = false;
+            self.cur.rready = true;
+            loop {
+                self.settle();
+                let r = self.uut.s_axi_rvalid.val().then(|| {
+                    (
+                        self.uut.s_axi_rdata.val().to_u32(),
+                        self.uut.s_axi_rresp.val().to_u8(),
+                    )
+                });
+                self.step();
+                if let Some((d, resp)) = r {
+                    self.cur.rready = false;
+                    self.trace.reads.push((addr, d, resp));
+                    return d;
+                }
+            }
+        }
+
+        fn wait_status(&mut self, b: u32) {
+            let limit = self.trace.inputs.len() + 1_000_000;
+            while self.read(reg::STATUS) & b == 0 {
+                assert!(
+                    self.trace.inputs.len() < limit,
+                    "STATUS bit {b:#x} never set"
+                );
+            }
+        }
+
+        fn drain(&mut self) {
+            while self.nfc.iter().any(|q| !q.is_empty()) || !self.q.is_empty() {
+                self.step();
+            }
+        }
+
+        /// Each page's mask through AXI once the queued pages have started,
+        /// then its elements.
+        fn stream(&mut self, c: u32, pages: &[Page]) {
+            for p in pages {
+                while self.nfc[c as usize].iter().any(|x| x.0) {
+                    self.step();
+                }
+                for (w, &m) in p.mask.iter().enumerate() {
+                    self.write(reg::mask_lo(c, w as u32), m as u32);
+                    self.write(reg::mask_hi(c, w as u32), (m >> 32) as u32);
+                }
+                self.nfc[c as usize].extend(p.data.iter().enumerate().map(|(i, &x)| (i == 0, x)));
+            }
+        }
+    }
+
+    /// Runs `job` on a fresh engine: reads ID and VERSION, programs the
+    /// kernel and channel, loads the query, starts, streams the K pages,
+    /// waits for K*_VREADY, streams the V pages, waits for K*_DONE, reads
+    /// STATUS. Runs on a thread with a large stack (the engine is big).
+    ///
+    /// # Panics
+    ///
+    /// If the engine never reaches VREADY or DONE, or a write is refused.
+    pub fn run_job(job: &Job) -> Trace {
+        let job = job.clone();
+        std::thread::Builder::new()
+            .stack_size(512 << 20)
+            .spawn(move || run_job_body(&job))
+            .expect("spawn")
+            .join()
+            .expect("engine run")
+    }
+
+    fn run_job_body(job: &Job) -> Trace {
+        let mut uut = Box::new(Engine::<SYNTH_CHANNELS>::default());
+        crate::sim::prepare(uut.as_mut());
+        let mut tb = Tb {
+            uut,
+            cur: EngineIn::default(),
+            nfc: Default::default(),
+            q: VecDeque::new(),
+            trace: Trace::default(),
+        };
+        let (k, c) = (job.kernel, job.channel);
+        tb.read(reg::ID);
+        tb.read(reg::VERSION);
+        for (a, v) in [
+            (reg::k_d(k), job.d),
+            (reg::k_s(k), job.s),
+            (reg::k_scale(k), job.scale),
+            (reg::rows(c), job.rows_per_page),
+            (reg::row_len(c), job.row_len),
+            (reg::keep(c), job.d),
+        ] {
+            assert_eq!(tb.write(a, v), 0, "write {a:#x}");
+        }
+        for (i, &x) in job.q.iter().enumerate() {
+            tb.q.push_back((k as u8, i as u8, x));
+        }
+        tb.drain();
+        assert_eq!(tb.write(reg::CTRL, bit::k_start(k) | bit::channel(c)), 0);
+        tb.stream(c, &job.k_pages);
+        tb.drain();
+        tb.wait_status(bit::k_vready(k));
+        tb.stream(c, &job.v_pages);
+        tb.wait_status(bit::k_done(k));
+        tb.read(reg::STATUS);
+        tb.trace
     }
 }
 
