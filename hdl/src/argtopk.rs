@@ -322,24 +322,16 @@ pub struct TopKRun {
 pub fn run<const K: usize>(stim: &[TopKCycle]) -> TopKRun {
     let mut uut = ArgTopK::<K>::default();
     crate::sim::prepare(&mut uut);
-    let mut run = TopKRun::default();
-    let mut current = Vec::new();
-    let mut started = 0;
-    for (t, c) in stim.iter().enumerate() {
-        if c.start {
-            started = t;
-        }
-        uut.drive(c);
-        crate::sim::tick(&mut uut, |u| &mut u.clock);
-        if uut.out_valid.val() {
-            current.push(uut.out_index.val().to_u32());
-        }
-        if uut.done.val() {
-            run.selections.push(std::mem::take(&mut current));
-            run.clocks.push(t + 1 - started);
-        }
-    }
-    run
+    let (selections, clocks) = crate::sim::run_batches(
+        &mut uut,
+        stim,
+        |c| c.start,
+        |u, c| u.drive(c),
+        |u| &mut u.clock,
+        |u| u.out_valid.val().then(|| u.out_index.val().to_u32()),
+        |u| u.done.val(),
+    );
+    TopKRun { selections, clocks }
 }
 
 #[cfg(test)]

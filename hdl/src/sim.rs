@@ -47,3 +47,34 @@ pub fn prepare<B: Block>(uut: &mut B) {
     }
     settle(uut);
 }
+
+/// Steps `uut` through `stim` (one entry per clock, applied by `drive`)
+/// and groups what it emits between each `start` and `done`: the values
+/// `output` returns while they are valid, per `done`, and the clocks from
+/// each `start` to its `done` (inclusive).
+pub fn run_batches<B: Block, C>(
+    uut: &mut B,
+    stim: &[C],
+    is_start: impl Fn(&C) -> bool,
+    drive: impl Fn(&mut B, &C),
+    clock: impl Fn(&mut B) -> &mut Signal<In, Clock>,
+    output: impl Fn(&B) -> Option<u32>,
+    done: impl Fn(&B) -> bool,
+) -> (Vec<Vec<u32>>, Vec<usize>) {
+    let (mut batches, mut clocks) = (Vec::new(), Vec::new());
+    let mut current = Vec::new();
+    let mut started = 0;
+    for (t, c) in stim.iter().enumerate() {
+        if is_start(c) {
+            started = t;
+        }
+        drive(uut, c);
+        tick(uut, &clock);
+        current.extend(output(uut));
+        if done(uut) {
+            batches.push(std::mem::take(&mut current));
+            clocks.push(t + 1 - started);
+        }
+    }
+    (batches, clocks)
+}

@@ -600,24 +600,16 @@ pub struct SoftmaxRun {
 pub fn run<const A: usize>(stim: &[SoftmaxCycle]) -> SoftmaxRun {
     let mut uut = Softmax::<A>::default();
     crate::sim::prepare(&mut uut);
-    let mut run = SoftmaxRun::default();
-    let mut current = Vec::new();
-    let mut started = 0;
-    for (t, c) in stim.iter().enumerate() {
-        if c.start {
-            started = t;
-        }
-        uut.drive(c);
-        crate::sim::tick(&mut uut, |u| &mut u.clock);
-        if uut.out_valid.val() {
-            current.push(uut.out_prob.val().to_u32());
-        }
-        if uut.done.val() {
-            run.probs.push(std::mem::take(&mut current));
-            run.clocks.push(t + 1 - started);
-        }
-    }
-    run
+    let (probs, clocks) = crate::sim::run_batches(
+        &mut uut,
+        stim,
+        |c| c.start,
+        |u, c| u.drive(c),
+        |u| &mut u.clock,
+        |u| u.out_valid.val().then(|| u.out_prob.val().to_u32()),
+        |u| u.done.val(),
+    );
+    SoftmaxRun { probs, clocks }
 }
 
 #[cfg(test)]

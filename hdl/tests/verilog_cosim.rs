@@ -121,6 +121,23 @@ fn nfc_page(rng: &mut SplitMix64) -> NfcPage {
     }
 }
 
+/// fp16 values that stress the fp16 → fixed-point decoder: ±max, ±Inf,
+/// NaNs, subnormals, rounding boundaries, ±0, 1.0.
+const SPECIAL_FP16: [u16; 16] = [
+    0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0xFE01, 0x0001, 0x8001, 0x0200, 0x8200, 0x01FF, 0x0400,
+    0x8000, 0x0000, 0x3C00, 0x2BFF,
+];
+
+/// An fp16 value of `class`: 0 any bit pattern, 1 a normal-distributed
+/// value, otherwise one of [`SPECIAL_FP16`].
+fn fp16(rng: &mut SplitMix64, class: u64) -> u16 {
+    match class {
+        0 => rng.next_u64() as u16,
+        1 => attention::engine::f32_to_f16_bits(rng.normal()),
+        _ => SPECIAL_FP16[(rng.next_u64() % SPECIAL_FP16.len() as u64) as usize],
+    }
+}
+
 #[test]
 fn verilog_nfc_filter_matches_model() {
     if !have_iverilog() {
@@ -242,15 +259,6 @@ fn verilog_gemv_matches_model() {
     }
     let mut rng = SplitMix64::new(0x5EED_0004);
     // Any fp16 pattern, key-like values, or the special ones.
-    let special = [
-        0x7BFFu16, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0xFE01, 0x0001, 0x8001, 0x0200, 0x8200, 0x01FF,
-        0x0400, 0x8000, 0x0000, 0x3C00, 0x2BFF,
-    ];
-    let fp16 = |rng: &mut SplitMix64, class: u64| match class {
-        0 => rng.next_u64() as u16,
-        1 => attention::engine::f32_to_f16_bits(rng.normal()),
-        _ => special[(rng.next_u64() % special.len() as u64) as usize],
-    };
     let mut queries: Vec<GemvQuery> = (0..80 * scale())
         .map(|_| {
             let d = match rng.next_u64() % 4 {
@@ -300,7 +308,7 @@ fn verilog_gemv_matches_model() {
     queries.push(GemvQuery {
         q: vec![1 << 14],
         c: 1 << 20,
-        keys: special.iter().map(|&h| vec![h]).collect(),
+        keys: SPECIAL_FP16.iter().map(|&h| vec![h]).collect(),
     });
     queries.push(GemvQuery {
         q: vec![],
@@ -430,15 +438,6 @@ fn verilog_weighted_sum_matches_model() {
         return;
     }
     let mut rng = SplitMix64::new(0x5EED_0005);
-    let special = [
-        0x7BFFu16, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0xFE01, 0x0001, 0x8001, 0x0200, 0x8200, 0x01FF,
-        0x0400, 0x8000, 0x0000, 0x3C00, 0x2BFF,
-    ];
-    let fp16 = |rng: &mut SplitMix64, class: u64| match class {
-        0 => rng.next_u64() as u16,
-        1 => attention::engine::f32_to_f16_bits(rng.normal()),
-        _ => special[(rng.next_u64() % special.len() as u64) as usize],
-    };
     let mut queries: Vec<WsQuery> = (0..60 * scale())
         .map(|_| {
             let d = match rng.next_u64() % 4 {
@@ -488,8 +487,8 @@ fn verilog_weighted_sum_matches_model() {
         });
     }
     queries.push(WsQuery {
-        d: special.len(),
-        rows: vec![(P_ONE, special.to_vec())],
+        d: SPECIAL_FP16.len(),
+        rows: vec![(P_ONE, SPECIAL_FP16.to_vec())],
         alpha: P_ONE,
         vmean: vec![],
     });
