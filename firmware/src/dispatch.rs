@@ -161,8 +161,12 @@ fn seq_open(st: &mut State, c: &SeqOpen) -> Handled {
     {
         return Err(Status::INVALID_FIELD.into());
     }
-    // The NFC filter addresses at most MAX_FILTER_ROWS tokens per page: a
-    // head dim so small that a page holds more tokens is refused.
+    // The NFC filter moves 16-byte beats (rows of whole beats: d a multiple
+    // of 8) and addresses at most MAX_FILTER_ROWS tokens per page: a head
+    // dim so small that a page holds more tokens is refused.
+    if shape.head_dim % 8 != 0 {
+        return Err(Status::INVALID_FIELD.into());
+    }
     let tokens_per_page = st.ftl.geometry().page_size / (2 * u32::from(shape.head_dim));
     if tokens_per_page as usize > crate::hal::MAX_FILTER_ROWS {
         return Err(Status::INVALID_FIELD.into());

@@ -129,12 +129,14 @@ impl Geometry {
     }
 
     /// Tokens per dim-indexed page holding `dim_group` dims:
-    /// `page_size / (2·dim_group)`; 0 for `dim_group == 0`.
+    /// `page_size / (2·dim_group)` rounded down to a multiple of 8, so each
+    /// dim row is a whole number of the NFC filter's 16-byte beats; 0 for
+    /// `dim_group == 0`.
     pub const fn tokens_per_dim_page(&self, dim_group: u8) -> u32 {
         if dim_group == 0 {
             0
         } else {
-            self.page_size / (dim_group as u32 * 2)
+            self.page_size / (dim_group as u32 * 2) & !7
         }
     }
 }

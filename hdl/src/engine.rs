@@ -6,23 +6,26 @@
 //! # Data path
 //!
 //! * **NFC → filter** (per channel c): `nfc_start[c]` marks a page's first
-//!   element, `nfc_valid[c]`/`nfc_data[c]` one 16-bit element per clock.
+//!   beat, `nfc_valid[c]`/`nfc_data[c]` one 128-bit beat of 8 fp16
+//!   elements per clock (4.56 GB/s at 285 MHz, above a 1.4 GB/s channel).
 //!   The filter's geometry (ROWS, ROW_LEN, KEEP) comes from channel c's
 //!   registers and is latched at `nfc_start`; the mask words are written
 //!   into the filter's shadow mask through AXI (LO then HI; the HI write
 //!   commits the 64-bit word), so the next page's mask can be loaded while
 //!   a page streams.
 //! * **Filter → kernel**: channel c's ROUTE register (bit k: feed kernel k)
-//!   sends its kept elements to a per-kernel *packer*, which cuts them into
-//!   rows of the kernel's D elements and those into 8-lane beats (a row's
-//!   last beat is padded; the kernel masks lanes past d). The beat goes to
-//!   the kernel as both a key and a value beat: the kernel takes key beats
-//!   in its K pass and value beats while `v_ready` (STATUS.K*_VREADY), and
-//!   ignores them otherwise. One channel at a time should stream into a
-//!   kernel; if two do in the same clock, the higher-numbered channel's
-//!   element is taken. A packer restarts at its kernel's `start`. The
-//!   filter output reaches the kernel 2 clocks after the element entered
-//!   (filter register, beat register).
+//!   sends its kept beats to kernel k. Rows are whole beats (D and ROW_LEN
+//!   are multiples of 8; other values are refused with SLVERR), so a
+//!   filter beat is a kernel beat: it goes to the kernel as both a key and
+//!   a value beat; the kernel takes key beats in its K pass and value beats
+//!   while `v_ready` (STATUS.K*_VREADY), and ignores them otherwise. A
+//!   kernel takes whole rows (KEEP = ROW_LEN on token pages); a shorter
+//!   beat (a KEEP prefix ending mid-beat) reaches it zero-padded and sets
+//!   STATUS.ERR. One
+//!   channel at a time should stream into a kernel; if two do in the same
+//!   clock, the higher-numbered channel's beat is taken. The beat reaches
+//!   the kernel 2 clocks after it entered (filter register, beat
+//!   register).
 //! * **DMA → query**: `q_we`/`q_kernel`/`q_addr`/`q_data` write query
 //!   element `q_addr` (`Fx`, i32 bits) of kernel `q_kernel`; writes to a
 //!   busy kernel are dropped (they would corrupt its running query).
@@ -56,8 +59,8 @@
 //! pending; RVALID rises the next clock with RDATA and holds until RREADY.
 //! One outstanding transaction per direction. Responses: OKAY (0), or
 //! SLVERR (2) for an unmapped or unaligned address, a write to a read-only
-//! register, or a partial write (WSTRB ≠ 0xF); such a write changes
-//! nothing. Reset values are all 0 except the read-only ID, VERSION and
+//! register, a partial write (WSTRB ≠ 0xF), or a D or ROW_LEN value that
+//! is not a multiple of 8; such a write changes nothing. Reset values are all 0 except the read-only ID, VERSION and
 //! CONFIG.
 //!
 //! | address            | name        | access | bits                                                                 |
@@ -67,29 +70,30 @@
 //! | 0x008              | CONFIG      | R      | `[7:0]` channels, `[11:8]` kernels (2), `[15:12]` lanes (8), `[31:16]` argtopk K_MAX (64) |
 //! | 0x010              | CTRL        | W (reads 0) | `[0]` K0_START, `[1]` K1_START, `[4]` TOPK_START, `[8+c]` CHANNELS: route channel c to the started kernel (kernel 1 if both start), `[31]` SOFT_RESET |
 //! | 0x014              | STATUS      | R      | `[0]` K0_BUSY, `[1]` K1_BUSY, `[2]` K0_DONE, `[3]` K1_DONE, `[4]` K0_VREADY, `[5]` K1_VREADY, `[8]` TOPK_BUSY, `[9]` TOPK_DONE, `[12]` IDLE_VALID, `[13]` IDLE_KERNEL, `[16]` ERR |
-//! | 0x020 + 0x10·k     | Kk_D        | RW     | `[8:0]` head dimension d (1..=256)                                     |
+//! | 0x020 + 0x10·k     | Kk_D        | RW     | `[8:0]` head dimension d (8..=256, a multiple of 8; else SLVERR)       |
 //! | 0x024 + 0x10·k     | Kk_S        | RW     | `[13:0]` tokens S (1..=8192)                                           |
 //! | 0x028 + 0x10·k     | Kk_SCALE    | RW     | `[31:0]` logit scale c (Q16, `dense_scale(d)`)                          |
 //! | 0x040              | ARGTOPK_K   | RW     | `[15:0]` k                                                             |
 //! | 0x400 + 0x40·c     | Cc_ROWS     | RW     | `[8:0]` rows per page (≤ 256)                                          |
-//! | 0x404 + 0x40·c     | Cc_ROW_LEN  | RW     | `[13:0]` elements per row                                              |
+//! | 0x404 + 0x40·c     | Cc_ROW_LEN  | RW     | `[13:0]` elements per row (a multiple of 8; else SLVERR)               |
 //! | 0x408 + 0x40·c     | Cc_KEEP     | RW     | `[13:0]` elements kept per kept row                                    |
 //! | 0x40C + 0x40·c     | Cc_ROUTE    | RW     | `[0]` feed kernel 0, `[1]` feed kernel 1                                 |
 //! | 0x420 + 0x40·c + 8·w | Cc_MASKw_LO | W (reads 0) | rows 64w .. 64w+31 (staged)                                  |
 //! | 0x424 + 0x40·c + 8·w | Cc_MASKw_HI | W (reads 0) | rows 64w+32 .. 64w+63; commits the word to the shadow mask  |
 //!
 //! k ∈ {0, 1}, c < CH, w ∈ 0..4. SOFT_RESET (other CTRL bits ignored in
-//! that write) returns every RW register, the packers, the routes and the
+//! that write) returns every RW register, the routes and the
 //! sticky bits to reset values; it does not abort a running kernel or
 //! argtopk (the blocks have no reset; their `start` restarts them).
 //!
 //! # Cycles
 //!
 //! Measured in the tests (`engine_job_matches_dense_group`): the K and V
-//! passes run at the NFC rate, one element per clock per channel, so a job
-//! of S kept rows of d elements out of pages of P elements takes about
-//! P_K + P_V + 2S + ⌈d/8⌉ + ~75 clocks from START to K*_DONE (softmax
-//! 2S + 50, plus the driver's reaction to K*_VREADY).
+//! passes each take the longer of the page stream (page elements / 8
+//! clocks) and the GeMV (S·⌈d/8⌉ clocks for S kept rows), then softmax
+//! adds 2S + 50 and the driver's reaction to K*_VREADY a few more: S = 25
+//! kept of 40 tokens at d = 64 in 64-element rows takes 745 clocks from
+//! START to K*_DONE (the kernel alone, fed back to back: 527).
 
 use rust_hdl::prelude::*;
 
@@ -193,7 +197,8 @@ pub mod bit {
     pub const IDLE_VALID: u32 = 1 << 12;
     /// STATUS: the lowest idle kernel.
     pub const IDLE_KERNEL: u32 = 1 << 13;
-    /// STATUS: a START hit a busy kernel (sticky).
+    /// STATUS: a START hit a busy kernel, or a kernel was fed a short beat
+    /// (sticky).
     pub const ERR: u32 = 1 << 16;
 }
 
@@ -206,8 +211,8 @@ pub struct Engine<const CH: usize> {
     pub nfc_start: [Signal<In, Bit>; CH],
     /// Channel c: an element arrives.
     pub nfc_valid: [Signal<In, Bit>; CH],
-    /// Channel c: the element (fp16 bits).
-    pub nfc_data: [Signal<In, Bits<16>>; CH],
+    /// Channel c: the beat, 8 fp16 elements (lane j in bits 16j..).
+    pub nfc_data: [Signal<In, Bits<128>>; CH],
     /// DMA: write a query element.
     pub q_we: Signal<In, Bit>,
     /// DMA: of this kernel.
@@ -301,17 +306,15 @@ pub struct Engine<const CH: usize> {
     rvalid: DFF<Bit>,
     rresp: DFF<Bits<2>>,
     rdata: DFF<Bits<32>>,
-    // Packers: lanes of the beat being filled, the finished beat.
-    pk_lane: [DFF<Bits<16>>; 16],
+    // The beat each kernel takes next (lanes 8k..8k+7 for kernel k).
     beat: [DFF<Bits<16>>; 16],
-    pk_cnt: [DFF<Bits<3>>; 2],
-    pk_col: [DFF<Bits<9>>; 2],
     beat_v: [DFF<Bit>; 2],
     // Locals.
     sel_v: [Signal<Local, Bit>; 2],
-    sel_d: [Signal<Local, Bits<16>>; 2],
-    col_next: [Signal<Local, Bits<9>>; 2],
-    emit: [Signal<Local, Bit>; 2],
+    sel_beat: [Signal<Local, Bits<128>>; 2],
+    /// The written value is allowed in its register (D and ROW_LEN take
+    /// whole 8-element beats only).
+    w_val_ok: Signal<Local, Bit>,
     busy: [Signal<Local, Bit>; 2],
     /// Some kernel is idle (STATUS.IDLE_VALID). A signal of its own: as an
     /// inline `!a | !b` inside the 32-bit STATUS expression, the generated
@@ -414,15 +417,11 @@ impl<const CH: usize> Default for Engine<CH> {
             rvalid: Default::default(),
             rresp: Default::default(),
             rdata: Default::default(),
-            pk_lane: Default::default(),
             beat: Default::default(),
-            pk_cnt: Default::default(),
-            pk_col: Default::default(),
             beat_v: Default::default(),
             sel_v: Default::default(),
-            sel_d: Default::default(),
-            col_next: Default::default(),
-            emit: Default::default(),
+            sel_beat: Default::default(),
+            w_val_ok: Default::default(),
             busy: Default::default(),
             idle: Default::default(),
             status: Default::default(),
@@ -486,16 +485,10 @@ impl<const CH: usize> Logic for Engine<CH> {
             self.start_p[k].d.next = false;
             self.done_s[k].clock.next = self.clock.val();
             self.done_s[k].d.next = self.done_s[k].q.val();
-            self.pk_cnt[k].clock.next = self.clock.val();
-            self.pk_cnt[k].d.next = self.pk_cnt[k].q.val();
-            self.pk_col[k].clock.next = self.clock.val();
-            self.pk_col[k].d.next = self.pk_col[k].q.val();
             self.beat_v[k].clock.next = self.clock.val();
             self.beat_v[k].d.next = false;
         }
         for j in 0..16 {
-            self.pk_lane[j].clock.next = self.clock.val();
-            self.pk_lane[j].d.next = self.pk_lane[j].q.val();
             self.beat[j].clock.next = self.clock.val();
             self.beat[j].d.next = self.beat[j].q.val();
         }
@@ -533,16 +526,32 @@ impl<const CH: usize> Logic for Engine<CH> {
                     & ((self.w_reg.val().index() < 4) | (self.w_reg.val().index() >= 8));
             }
         }
-        self.w_ok.next = self.w_chan.val()
-            | (self.w_glob.val()
-                & ((self.w_word.val().index() == 4)
-                    | (self.w_word.val().index() == 8)
-                    | (self.w_word.val().index() == 9)
-                    | (self.w_word.val().index() == 10)
-                    | (self.w_word.val().index() == 12)
-                    | (self.w_word.val().index() == 13)
-                    | (self.w_word.val().index() == 14)
-                    | (self.w_word.val().index() == 16)));
+        // D (words 8, 12) and ROW_LEN (channel register 1) take whole
+        // 8-element beats only.
+        self.w_val_ok.next = true;
+        if self.w_glob.val()
+            & ((self.w_word.val().index() == 8) | (self.w_word.val().index() == 12))
+            & (self.s_axi_wdata.val().get_bits::<3>(0).index() != 0)
+        {
+            self.w_val_ok.next = false;
+        }
+        if self.w_chan.val()
+            & (self.w_reg.val().index() == 1)
+            & (self.s_axi_wdata.val().get_bits::<3>(0).index() != 0)
+        {
+            self.w_val_ok.next = false;
+        }
+        self.w_ok.next = self.w_val_ok.val()
+            & (self.w_chan.val()
+                | (self.w_glob.val()
+                    & ((self.w_word.val().index() == 4)
+                        | (self.w_word.val().index() == 8)
+                        | (self.w_word.val().index() == 9)
+                        | (self.w_word.val().index() == 10)
+                        | (self.w_word.val().index() == 12)
+                        | (self.w_word.val().index() == 13)
+                        | (self.w_word.val().index() == 14)
+                        | (self.w_word.val().index() == 16))));
         self.ctrl_we.next =
             self.w_take.val() & self.w_glob.val() & (self.w_word.val().index() == 4);
         self.soft_reset.next = self.ctrl_we.val() & self.s_axi_wdata.val().get_bit(31);
@@ -564,51 +573,28 @@ impl<const CH: usize> Logic for Engine<CH> {
             self.filt[c].mask_data.next = self.w_hi.val() | self.mask_lo[c].q.val();
         }
 
-        // Routing: each kernel takes the element of a channel routed to it.
+        // Routing: each kernel takes the beat of a channel routed to it,
+        // registered once; a filter beat is a kernel beat (rows are whole
+        // beats: D and ROW_LEN are multiples of 8).
         for k in 0..2 {
             self.sel_v[k].next = false;
-            self.sel_d[k].next = self.filt[0].out_data.val();
+            self.sel_beat[k].next = self.filt[0].out_data.val();
             for c in 0..CH {
                 if self.filt[c].out_valid.val() & self.route[c].q.val().get_bit(k) {
                     self.sel_v[k].next = true;
-                    self.sel_d[k].next = self.filt[c].out_data.val();
+                    self.sel_beat[k].next = self.filt[c].out_data.val();
+                    // A short beat (a KEEP prefix ending mid-beat) is not a
+                    // whole row: flag it.
+                    if self.filt[c].out_count.val().index() != 8 {
+                        self.err_s.d.next = true;
+                    }
                 }
             }
-        }
-
-        // Packers: rows of D elements into 8-lane beats.
-        for k in 0..2 {
-            self.col_next[k].next = self.pk_col[k].q.val() + 1;
-            self.emit[k].next =
-                (self.col_next[k].val() == self.kd[k].q.val()) | (self.pk_cnt[k].q.val() == 7);
+            self.beat_v[k].d.next = self.sel_v[k].val();
             if self.sel_v[k].val() {
                 for j in 0..8 {
-                    if self.pk_cnt[k].q.val().index() == j {
-                        self.pk_lane[k * 8 + j].d.next = self.sel_d[k].val();
-                    }
+                    self.beat[k * 8 + j].d.next = self.sel_beat[k].val().get_bits::<16>(16 * j);
                 }
-                if self.emit[k].val() {
-                    self.beat_v[k].d.next = true;
-                    for j in 0..8 {
-                        if self.pk_cnt[k].q.val().index() == j {
-                            self.beat[k * 8 + j].d.next = self.sel_d[k].val();
-                        } else {
-                            self.beat[k * 8 + j].d.next = self.pk_lane[k * 8 + j].q.val();
-                        }
-                    }
-                    self.pk_cnt[k].d.next = 0.into();
-                } else {
-                    self.pk_cnt[k].d.next = self.pk_cnt[k].q.val() + 1;
-                }
-                if self.col_next[k].val() == self.kd[k].q.val() {
-                    self.pk_col[k].d.next = 0.into();
-                } else {
-                    self.pk_col[k].d.next = self.col_next[k].val();
-                }
-            }
-            if self.start_p[k].q.val() {
-                self.pk_cnt[k].d.next = 0.into();
-                self.pk_col[k].d.next = 0.into();
             }
         }
 
@@ -695,7 +681,7 @@ impl<const CH: usize> Logic for Engine<CH> {
             .replace_bit(16, self.err_s.q.val());
 
         // AXI write: effects.
-        if self.w_take.val() & self.w_glob.val() {
+        if self.w_take.val() & self.w_glob.val() & self.w_val_ok.val() {
             if self.w_word.val().index() == 8 {
                 self.kd[0].d.next = self.s_axi_wdata.val().get_bits::<9>(0);
             }
@@ -738,7 +724,11 @@ impl<const CH: usize> Logic for Engine<CH> {
             }
         }
         for c in 0..CH {
-            if self.w_take.val() & self.w_chan.val() & (self.w_ch.val().index() == c) {
+            if self.w_take.val()
+                & self.w_chan.val()
+                & self.w_val_ok.val()
+                & (self.w_ch.val().index() == c)
+            {
                 if self.w_reg.val().index() == 0 {
                     self.rows[c].d.next = self.s_axi_wdata.val().get_bits::<ROW_BITS>(0);
                 }
@@ -875,15 +865,13 @@ impl<const CH: usize> Logic for Engine<CH> {
         self.s_axi_rdata.next = self.rdata.q.val();
         self.s_axi_rresp.next = self.rresp.q.val();
 
-        // Soft reset: registers, routes, packers, sticky bits.
+        // Soft reset: registers, routes, sticky bits.
         if self.soft_reset.val() {
             for k in 0..2 {
                 self.kd[k].d.next = 0.into();
                 self.ks[k].d.next = 0.into();
                 self.kc[k].d.next = 0.into();
                 self.done_s[k].d.next = false;
-                self.pk_cnt[k].d.next = 0.into();
-                self.pk_col[k].d.next = 0.into();
             }
             for c in 0..CH {
                 self.rows[c].d.next = 0.into();
@@ -913,13 +901,14 @@ pub mod cosim {
     use rust_hdl::prelude::*;
 
     use super::{Engine, SYNTH_CHANNELS, bit, reg};
+    use crate::nfc_filter::beat_bits;
 
     /// One NFC page: its 256-row mask and its elements in stream order.
     #[derive(Clone, Debug)]
     pub struct Page {
         /// Rows kept (bit r of word r/64).
         pub mask: [u64; 4],
-        /// The page's elements (fp16 bits), one per clock.
+        /// The page's elements (fp16 bits), 8 per clock; `len() % 8 == 0`.
         pub data: Vec<u16>,
     }
 
@@ -955,8 +944,8 @@ pub mod cosim {
         pub nfc_start: u8,
         /// `nfc_valid`, bit c for channel c.
         pub nfc_valid: u8,
-        /// `nfc_data`.
-        pub nfc_data: [u16; SYNTH_CHANNELS],
+        /// `nfc_data`, lane by lane.
+        pub nfc_data: [[u16; 8]; SYNTH_CHANNELS],
         /// `q_we`.
         pub q_we: bool,
         /// `q_kernel`.
@@ -998,14 +987,14 @@ pub mod cosim {
         pub fn vector_line(&self) -> String {
             let b = u8::from;
             format!(
-                "{:x} {:x} {:04x} {:04x} {:04x} {:04x} {:x} {:x} {:02x} {:08x} {:x} {:016x} {:08x} {:x} \
+                "{:x} {:x} {:032x} {:032x} {:032x} {:032x} {:x} {:x} {:02x} {:08x} {:x} {:016x} {:08x} {:x} \
                  {:x} {:03x} {:x} {:08x} {:x} {:x} {:x} {:03x} {:x}",
                 self.nfc_start,
                 self.nfc_valid,
-                self.nfc_data[0],
-                self.nfc_data[1],
-                self.nfc_data[2],
-                self.nfc_data[3],
+                beat_bits(&self.nfc_data[0]),
+                beat_bits(&self.nfc_data[1]),
+                beat_bits(&self.nfc_data[2]),
+                beat_bits(&self.nfc_data[3]),
                 b(self.q_we),
                 self.q_kernel,
                 self.q_addr,
@@ -1046,7 +1035,7 @@ pub mod cosim {
     struct Tb {
         uut: Box<Engine<SYNTH_CHANNELS>>,
         cur: EngineIn,
-        nfc: [VecDeque<(bool, u16)>; SYNTH_CHANNELS],
+        nfc: [VecDeque<(bool, [u16; 8])>; SYNTH_CHANNELS],
         q: VecDeque<(u8, u8, i32)>,
         trace: Trace,
     }
@@ -1057,7 +1046,7 @@ pub mod cosim {
             for c in 0..SYNTH_CHANNELS {
                 u.nfc_start[c].next = x.nfc_start >> c & 1 == 1;
                 u.nfc_valid[c].next = x.nfc_valid >> c & 1 == 1;
-                u.nfc_data[c].next = u64::from(x.nfc_data[c]).into();
+                u.nfc_data[c].next = beat_bits(&x.nfc_data[c]).to_bits();
             }
             u.q_we.next = x.q_we;
             u.q_kernel.next = u64::from(x.q_kernel).into();
@@ -1094,7 +1083,7 @@ pub mod cosim {
                 let (start, data) = x.unwrap_or_default();
                 self.cur.nfc_start |= u8::from(start) << c;
                 self.cur.nfc_valid |= u8::from(valid) << c;
-                self.cur.nfc_data[c] = if valid { data } else { 0 };
+                self.cur.nfc_data[c] = if valid { data } else { [0; 8] };
             }
             let q = self.q.pop_front();
             self.cur.q_we = q.is_some();
@@ -1236,7 +1225,13 @@ pub mod cosim {
                     self.write(reg::mask_lo(c, w as u32), m as u32);
                     self.write(reg::mask_hi(c, w as u32), (m >> 32) as u32);
                 }
-                self.nfc[c as usize].extend(p.data.iter().enumerate().map(|(i, &x)| (i == 0, x)));
+                assert!(p.data.len() % 8 == 0, "pages of whole beats");
+                self.nfc[c as usize].extend(
+                    p.data
+                        .chunks_exact(8)
+                        .enumerate()
+                        .map(|(i, x)| (i == 0, x.try_into().expect("8 lanes"))),
+                );
             }
         }
     }

@@ -1,7 +1,7 @@
 // Testbench for the generated Engine top (target/hdl/engine.v, 4 channels).
 //
 // Reads one line per clock from +vectors=<file> (hex):
-//   nfc_start[3:0] nfc_valid[3:0] nfc_data0..3 q_we q_kernel q_addr q_data
+//   nfc_start[3:0] nfc_valid[3:0] nfc_data0..3 (128-bit beats) q_we q_kernel q_addr q_data
 //   topk_valid topk_key topk_index topk_flush awvalid awaddr wvalid wdata
 //   wstrb bready arvalid araddr rready
 // applies it, gives one rising edge, and after the edge (the sampling point
@@ -15,7 +15,7 @@
 module engine_tb;
     reg clock = 1'b0;
     reg [3:0] nfc_start = 4'd0, nfc_valid = 4'd0;
-    reg [15:0] nd0 = 16'd0, nd1 = 16'd0, nd2 = 16'd0, nd3 = 16'd0;
+    reg [127:0] nd0 = 128'd0, nd1 = 128'd0, nd2 = 128'd0, nd3 = 128'd0;
     reg q_we = 1'b0;
     reg q_kernel = 1'b0;
     reg [7:0] q_addr = 8'd0;

@@ -102,7 +102,7 @@ fn nfc_model(page: &NfcPage) -> Vec<u16> {
 
 fn nfc_page(rng: &mut SplitMix64) -> NfcPage {
     let rows = 1 + (rng.next_u64() % 256) as u16;
-    let row_len = 1 + (rng.next_u64() % (512 / u64::from(rows)).max(1)) as u16;
+    let row_len = 8 * (1 + (rng.next_u64() % (64 / u64::from(rows)).max(1)) as u16);
     let keep = (rng.next_u64() % (u64::from(row_len) + 1)) as u16;
     let density = rng.next_u64() % 65;
     let mut mask = [0u64; 4];
@@ -111,7 +111,7 @@ fn nfc_page(rng: &mut SplitMix64) -> NfcPage {
             mask[r / 64] |= 1 << (r % 64);
         }
     }
-    let n = usize::from(rows) * usize::from(row_len) + (rng.next_u64() % 5) as usize;
+    let n = usize::from(rows) * usize::from(row_len) + 8 * (rng.next_u64() % 5) as usize;
     NfcPage {
         rows,
         row_len,
@@ -147,18 +147,25 @@ fn verilog_nfc_filter_matches_model() {
     let mut pages: Vec<NfcPage> = (0..200 * scale()).map(|_| nfc_page(&mut rng)).collect();
     // Edge cases: no row kept, all kept, prefix 0, a full 16 KiB page.
     pages.push(NfcPage {
-        rows: 8,
-        row_len: 4,
-        keep: 4,
+        rows: 4,
+        row_len: 8,
+        keep: 8,
         mask: [0; 4],
         data: vec![1; 32],
     });
     pages.push(NfcPage {
-        rows: 8,
-        row_len: 4,
+        rows: 4,
+        row_len: 8,
         keep: 0,
         mask: [u64::MAX; 4],
         data: vec![2; 32],
+    });
+    pages.push(NfcPage {
+        rows: 2,
+        row_len: 24,
+        keep: 13,
+        mask: [u64::MAX; 4],
+        data: (0..48).map(|j| 0x100 + j as u16).collect(),
     });
     pages.push(NfcPage {
         rows: 256,
@@ -169,12 +176,23 @@ fn verilog_nfc_filter_matches_model() {
     });
     let stim = nfc_filter::stimulus(&pages);
     let lines = simulate("nfc_filter", stim.iter().map(|c| c.vector_line()));
+    // "<clock> <count> <lane0> .. <lane7>": the kept lanes, and the lanes
+    // past the count must read 0.
     let mut clocks = Vec::new();
     let mut data = Vec::new();
     for l in &lines[..lines.len() - 1] {
-        let (t, x) = l.split_once(' ').expect("clock data");
-        clocks.push(t.parse::<usize>().expect("clock"));
-        data.push(u16::from_str_radix(x, 16).expect("hex"));
+        let f: Vec<&str> = l.split(' ').collect();
+        assert_eq!(f.len(), 10, "line {l:?}");
+        clocks.push(f[0].parse::<usize>().expect("clock"));
+        let n = usize::from_str_radix(f[1], 16).expect("count");
+        for (j, x) in f[2..].iter().enumerate() {
+            let x = u16::from_str_radix(x, 16).expect("hex");
+            if j < n {
+                data.push(x);
+            } else {
+                assert_eq!(x, 0, "lane {j} past count {n}");
+            }
+        }
     }
     let want: Vec<u16> = pages.iter().flat_map(nfc_model).collect();
     assert_eq!(data, want, "Verilog output differs from RowFilter");
@@ -647,9 +665,9 @@ fn verilog_engine_matches_rust_hdl() {
     if !have_iverilog() {
         return;
     }
-    // The third job of engine_job_matches_dense_group: 9 tokens of d = 5
-    // in pages of 4 rows, kernel 0, channel 1.
-    let (seed, tokens, d, row_len, rpp) = (0xE0_0003u64, 9usize, 5usize, 5usize, 4usize);
+    // The third job of engine_job_matches_dense_group: 9 tokens of d = 24
+    // in pages of 4 rows of 32 elements, kernel 0, channel 1.
+    let (seed, tokens, d, row_len, rpp) = (0xE0_0003u64, 9usize, 24usize, 32usize, 4usize);
     let h = |x: &[f32]| x.iter().map(|&y| f32_to_f16_bits(y)).collect::<Vec<u16>>();
     let (k, v) = structured_kv(seed, 1, tokens, d);
     let q = h(&structured_query(seed, 1, d, 1));

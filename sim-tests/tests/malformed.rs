@@ -58,6 +58,14 @@ fn malformed_commands_get_statuses_and_the_device_keeps_serving() {
     s.cdw13 = (s.cdw13 & !0xFFFF) | 63;
     cases.push(("open: odd head_dim", Status::INVALID_FIELD, s, IoData::None));
     let mut s = open;
+    s.cdw13 = (s.cdw13 & !0xFFFF) | 36;
+    cases.push((
+        "open: head_dim not whole 16-byte filter beats",
+        Status::INVALID_FIELD,
+        s,
+        IoData::None,
+    ));
+    let mut s = open;
     s.cdw13 = (s.cdw13 & !0xFFFF) | 4;
     cases.push((
         "open: page holds more tokens than the filter rows",

@@ -18,4 +18,6 @@ mod nand;
 pub use clock::{Clock, TimeBreakdown};
 pub use engine::{Engine, EngineWork, LogitJob, SoftEngine, WeightedSumJob};
 pub use host::{HostInterface, Submission};
-pub use nand::{MAX_FILTER_ROWS, Nand, NandCmd, NandDone, NandStatus, RowFilter};
+pub use nand::{
+    FILTER_BEAT_BYTES, MAX_FILTER_ROWS, Nand, NandCmd, NandDone, NandStatus, RowFilter,
+};

@@ -11,6 +11,10 @@ use ftl::{BlockAddr, Ppa};
 /// Rows a filter can address (a 16 KiB page of d = 32 tokens).
 pub const MAX_FILTER_ROWS: usize = 256;
 
+/// Bytes the NFC filter moves per clock (8 fp16 elements): rows are a whole
+/// number of beats (`hdl::nfc_filter`).
+pub const FILTER_BEAT_BYTES: usize = 16;
+
 /// The NFC filter of one read: the page seen as `rows × row_bytes`; rows
 /// whose bit is set in `mask` are kept, and of each kept row only the first
 /// `keep_bytes` bytes (the valid tokens of a partial dim page).
@@ -70,10 +74,12 @@ impl RowFilter {
         self.kept_rows() as usize * usize::from(self.keep_bytes.min(self.row_bytes))
     }
 
-    /// Whether the filter fits a page of `page_size` bytes.
+    /// Whether the filter fits a page of `page_size` bytes: at most
+    /// [`MAX_FILTER_ROWS`] rows of whole [`FILTER_BEAT_BYTES`] beats.
     pub fn fits(&self, page_size: usize) -> bool {
         usize::from(self.rows) <= MAX_FILTER_ROWS
             && self.keep_bytes <= self.row_bytes
+            && usize::from(self.row_bytes) % FILTER_BEAT_BYTES == 0
             && usize::from(self.rows) * usize::from(self.row_bytes) <= page_size
     }
 
@@ -167,21 +173,30 @@ mod tests {
 
     #[test]
     fn filter_keeps_selected_rows_and_prefix() {
-        let page: [u8; 16] = core::array::from_fn(|i| i as u8);
-        let mut f = RowFilter::none(4, 4);
+        let page: [u8; 64] = core::array::from_fn(|i| i as u8);
+        let mut f = RowFilter::none(4, 16);
         f.keep(1);
         f.keep(3);
         f.keep_bytes = 2;
-        let mut out = [0u8; 16];
+        let mut out = [0u8; 64];
         assert_eq!(f.kept_bytes(), 4);
         assert_eq!(f.apply(&page, &mut out), Some(4));
-        assert_eq!(&out[..4], &[4, 5, 12, 13]);
+        assert_eq!(&out[..4], &[16, 17, 48, 49]);
     }
 
     #[test]
     fn filter_rejects_oversized_layout() {
-        let f = RowFilter::first_rows(8, 4, 8);
+        let f = RowFilter::first_rows(8, 16, 8);
+        let mut out = [0u8; 256];
+        assert_eq!(f.apply(&[0u8; 64], &mut out), None);
+    }
+
+    #[test]
+    fn filter_rejects_rows_of_partial_beats() {
+        let f = RowFilter::first_rows(2, 12, 2);
+        assert!(!f.fits(4096));
         let mut out = [0u8; 64];
-        assert_eq!(f.apply(&[0u8; 16], &mut out), None);
+        assert_eq!(f.apply(&[0u8; 64], &mut out), None);
+        assert!(RowFilter::first_rows(2, 32, 2).fits(64));
     }
 }

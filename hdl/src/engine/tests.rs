@@ -27,7 +27,7 @@ fn big_stack(f: impl FnOnce() + Send + 'static) {
 struct NfcIn {
     start: bool,
     valid: bool,
-    data: u16,
+    data: [u16; 8],
 }
 
 /// The engine driven clock by clock: per-channel NFC queues, a query
@@ -43,7 +43,7 @@ struct Tb {
     done_at: [Vec<usize>; 2],
     start_at: [Vec<usize>; 2],
     topk_out: Vec<u32>,
-    /// Elements each kernel received as key/value beats (lanes).
+    /// Key/value beats each kernel received.
     beats_in: [usize; 2],
 }
 
@@ -70,7 +70,7 @@ impl Tb {
             let x = self.nfc[c].pop_front().unwrap_or_default();
             self.uut.nfc_start[c].next = x.start;
             self.uut.nfc_valid[c].next = x.valid;
-            self.uut.nfc_data[c].next = u64::from(x.data).into();
+            self.uut.nfc_data[c].next = crate::nfc_filter::beat_bits(&x.data).to_bits();
         }
         let q = self.q.pop_front();
         self.uut.q_we.next = q.is_some();
@@ -280,19 +280,22 @@ impl Job {
         let mut out = Vec::new();
         for (p, chunk) in rows.chunks(self.rows_per_page).enumerate() {
             let mut mask = [0u64; 4];
-            let mut clocks = Vec::new();
+            let mut elems = Vec::new();
             for (i, row) in chunk.iter().enumerate() {
                 if self.mask[p * self.rows_per_page + i] {
                     mask[i / 64] |= 1 << (i % 64);
                 }
-                for e in 0..self.row_len {
-                    clocks.push(NfcIn {
-                        start: clocks.is_empty(),
-                        valid: true,
-                        data: row.get(e).copied().unwrap_or(0x7C00),
-                    });
-                }
+                elems.extend((0..self.row_len).map(|e| row.get(e).copied().unwrap_or(0x7C00)));
             }
+            let clocks = elems
+                .chunks_exact(8)
+                .enumerate()
+                .map(|(b, beat)| NfcIn {
+                    start: b == 0,
+                    valid: true,
+                    data: beat.try_into().expect("rows of whole beats"),
+                })
+                .collect();
             out.push((mask, clocks));
         }
         out
@@ -401,21 +404,29 @@ fn engine_registers_body() {
     assert_eq!(tb.read(reg::ID), ID);
     assert_eq!(tb.write_strb(reg::k_d(0), 7, 0x3), 2, "partial write");
     assert_eq!(tb.read(reg::k_d(0)), 0);
+    // D and ROW_LEN take whole 8-element beats only.
+    for v in [1, 12, 63, 0x1FF] {
+        assert_eq!(tb.write_strb(reg::k_d(0), v, 0xF), 2, "D = {v}");
+        assert_eq!(tb.write_strb(reg::k_d(1), v, 0xF), 2, "D = {v}");
+        assert_eq!(tb.write_strb(reg::row_len(1), v, 0xF), 2, "ROW_LEN = {v}");
+    }
+    assert_eq!(tb.read(reg::k_d(0)), 0);
+    assert_eq!(tb.read(reg::row_len(1)), 0);
     // Read back, widths.
-    tb.write(reg::k_d(1), 0xFFFF_FFFF);
+    tb.write(reg::k_d(1), 0xFFFF_FFF8);
     tb.write(reg::k_s(0), 0xFFFF_FFFF);
     tb.write(reg::k_scale(1), 0xDEAD_BEEF);
     tb.write(reg::ARGTOPK_K, 0x1_0040);
     tb.write(reg::rows(1), 0x1FF);
-    tb.write(reg::row_len(0), 0xFFFF);
+    tb.write(reg::row_len(0), 0xFFF8);
     tb.write(reg::keep(1), 123);
     tb.write(reg::route(0), 7);
-    assert_eq!(tb.read(reg::k_d(1)), 0x1FF);
+    assert_eq!(tb.read(reg::k_d(1)), 0x1F8);
     assert_eq!(tb.read(reg::k_s(0)), 0x3FFF);
     assert_eq!(tb.read(reg::k_scale(1)), 0xDEAD_BEEF);
     assert_eq!(tb.read(reg::ARGTOPK_K), 0x40);
     assert_eq!(tb.read(reg::rows(1)), 0x1FF);
-    assert_eq!(tb.read(reg::row_len(0)), 0x3FFF);
+    assert_eq!(tb.read(reg::row_len(0)), 0x3FF8);
     assert_eq!(tb.read(reg::keep(1)), 123);
     assert_eq!(tb.read(reg::route(0)), 3);
     // Soft reset.
@@ -472,8 +483,9 @@ fn engine_job_matches_dense_group() {
 fn engine_job_matches_dense_group_body() {
     for (seed, tokens, d, row_len, rpp, k, c) in [
         (0xE0_0001u64, 24usize, 16usize, 16usize, 8usize, 0u32, 0u32),
-        (0xE0_0002, 30, 12, 14, 16, 1, 1),
-        (0xE0_0003, 9, 5, 5, 4, 0, 1),
+        (0xE0_0002, 30, 8, 16, 16, 1, 1),
+        (0xE0_0003, 9, 24, 32, 4, 0, 1),
+        (0xE0_0004, 40, 64, 64, 16, 1, 0),
     ] {
         let mut tb = Tb::new();
         let job = Job::new(seed, tokens, d, row_len, rpp);
@@ -504,7 +516,7 @@ fn engine_two_jobs_in_flight() {
 fn engine_two_jobs_in_flight_body() {
     let mut tb = Tb::new();
     let a = Job::new(0xE0_1001, 20, 16, 16, 8);
-    let b = Job::new(0xE0_1002, 26, 10, 12, 32);
+    let b = Job::new(0xE0_1002, 26, 16, 24, 32);
     // Scheduling on demand: the idle kernel from STATUS.
     let st = tb.read(reg::STATUS);
     assert_eq!(st & (bit::IDLE_VALID | bit::IDLE_KERNEL), bit::IDLE_VALID);
@@ -580,4 +592,23 @@ fn engine_verilog_generates_body() {
     e.connect_all();
     let v = generate_verilog(&e);
     assert!(v.contains("module top("));
+}
+
+#[test]
+fn engine_short_beat_sets_err() {
+    big_stack(engine_short_beat_sets_err_body);
+}
+
+fn engine_short_beat_sets_err_body() {
+    let mut tb = Tb::new();
+    let job = Job::new(0xE0_3001, 8, 16, 16, 8);
+    program(&mut tb, &job, 0, 1);
+    assert_eq!(tb.read(reg::STATUS) & bit::ERR, 0);
+    // KEEP = 13: each kept row leaves as a full beat and a 5-lane beat.
+    tb.write(reg::keep(1), 13);
+    stream(&mut tb, 1, job.pages(&job.k));
+    tb.drain();
+    assert_ne!(tb.read(reg::STATUS) & bit::ERR, 0, "short beat flagged");
+    tb.write(reg::CTRL, bit::SOFT_RESET);
+    assert_eq!(tb.read(reg::STATUS) & bit::ERR, 0, "cleared by soft reset");
 }

@@ -39,21 +39,21 @@ fn random_mask(rng: &mut SplitMix64, rows: u16) -> [u64; 4] {
     mask
 }
 
-/// A random page of at most `max_elems` elements.
+/// A random page of at most `max_elems` elements (rows of whole beats).
 fn random_page(rng: &mut SplitMix64, max_elems: usize) -> NfcPage {
     let rows = match rng.next_u64() % 8 {
         0 => 256,
         1 => 1,
         _ => 1 + (rng.next_u64() % 256) as u16,
     };
-    let max_len = (max_elems / usize::from(rows)).max(1) as u64;
-    let row_len = 1 + (rng.next_u64() % max_len) as u16;
+    let max_beats = (max_elems / (LANES * usize::from(rows))).max(1) as u64;
+    let row_len = LANES as u16 * (1 + (rng.next_u64() % max_beats) as u16);
     let keep = match rng.next_u64() % 4 {
         0 => row_len,
         1 => 0,
         _ => (rng.next_u64() % (u64::from(row_len) + 1)) as u16,
     };
-    let tail = (rng.next_u64() % 4) as usize * (rng.next_u64() % 8) as usize;
+    let tail = LANES * (rng.next_u64() % 4) as usize * (rng.next_u64() % 3) as usize;
     let n = usize::from(rows) * usize::from(row_len) + tail;
     NfcPage {
         rows,
@@ -73,6 +73,7 @@ fn check(pages: &[NfcPage]) -> NfcRun {
     let want: Vec<u16> = pages.iter().flat_map(model).collect();
     assert_eq!(run.out.len(), want.len(), "kept element count");
     assert_eq!(run.out, want, "kept elements");
+    assert_eq!(run.dirty_lanes, 0, "lanes past out_count read 0");
     run
 }
 
@@ -116,18 +117,18 @@ fn nfc_filter_full_16k_pages() {
         })
         .collect();
     let run = check(&pages);
-    // 1 element per clock: the first page starts at clock 4 (after its
+    // 8 elements per clock: the first page starts at clock 4 (after its
     // mask writes) and the pages follow back to back.
-    let total: usize = pages.iter().map(|p| p.data.len()).sum();
+    let total: usize = pages.iter().map(|p| p.data.len()).sum::<usize>() / LANES;
     let last = *run.out_clock.last().expect("something kept");
     assert!(last < 4 + total, "{last} ≥ {}", 4 + total);
 }
 
 /// Clocks per page, measured: a page whose last row is kept emits its last
-/// element on the clock of its last input, so P pages of E elements take
-/// exactly P·E clocks back to back.
+/// beat on the clock of its last input, so P pages of E elements take
+/// exactly P·E/8 clocks back to back.
 #[test]
-fn nfc_filter_one_element_per_clock() {
+fn nfc_filter_eight_elements_per_clock() {
     let page = |seed: u64| NfcPage {
         rows: 256,
         row_len: 32,
@@ -139,12 +140,32 @@ fn nfc_filter_one_element_per_clock() {
     let run = check(&pages);
     let first = run.out_clock[0];
     let last = *run.out_clock.last().expect("kept");
-    assert_eq!(first, 4, "first element leaves on the clock it entered");
+    assert_eq!(first, 4, "first beat leaves on the clock it entered");
     let clocks = last + 1 - first;
-    assert_eq!(clocks, 4 * 8192, "cycles for 4 back-to-back pages");
+    assert_eq!(clocks, 4 * 1024, "cycles for 4 back-to-back pages");
     eprintln!("nfc_filter: {} clocks per 8192-element page", clocks / 4);
-    // Every clock in between carries one element.
+    // Every clock in between carries a full beat.
     assert!(run.out_clock.windows(2).all(|w| w[1] == w[0] + 1));
+    assert!(run.out_count.iter().all(|&n| n == 8));
+}
+
+/// A keep prefix that ends inside a beat leaves as a shorter beat.
+#[test]
+fn nfc_filter_keep_prefix_ends_mid_beat() {
+    let page = NfcPage {
+        rows: 2,
+        row_len: 24,
+        keep: 11,
+        mask: [0b11, 0, 0, 0],
+        data: (0..48).collect(),
+    };
+    let run = check(&[page]);
+    assert_eq!(run.out_count, [8, 3, 8, 3]);
+    assert_eq!(
+        run.out,
+        (0..11).chain(24..35).collect::<Vec<u16>>(),
+        "row prefixes"
+    );
 }
 
 #[test]
@@ -183,50 +204,51 @@ fn nfc_filter_edge_cases() {
             mask: [1, 0, 0, 0],
             data: data(8),
         },
-        // One-element rows, all 256 rows, odd rows only.
+        // One-beat rows, all 256 rows, odd rows only.
         NfcPage {
             rows: 256,
-            row_len: 1,
-            keep: 1,
+            row_len: 8,
+            keep: 8,
             mask: [0xAAAA_AAAA_AAAA_AAAA; 4],
-            data: data(256),
+            data: data(2048),
         },
-        // Last row only (row 255 = bit 63 of word 3), with a page tail.
+        // Last row only (row 255 = bit 63 of word 3), one element of it,
+        // with a page tail.
         NfcPage {
             rows: 256,
-            row_len: 2,
+            row_len: 8,
             keep: 1,
             mask: [0, 0, 0, 1 << 63],
-            data: data(600),
+            data: data(2048 + 40),
         },
         // Mask bits past `rows` are ignored.
         NfcPage {
             rows: 3,
-            row_len: 4,
-            keep: 4,
+            row_len: 8,
+            keep: 8,
             mask: [u64::MAX; 4],
             data: data(40),
         },
-        // A one-element page, then a page with no elements.
+        // A one-beat page, then a page with no elements.
         NfcPage {
             rows: 1,
-            row_len: 1,
-            keep: 1,
+            row_len: 8,
+            keep: 7,
             mask: [1, 0, 0, 0],
-            data: data(1),
+            data: data(8),
         },
         NfcPage {
             rows: 0,
-            row_len: 4,
-            keep: 4,
+            row_len: 8,
+            keep: 8,
             mask: [u64::MAX; 4],
             data: vec![],
         },
         // rows = 0 keeps nothing.
         NfcPage {
             rows: 0,
-            row_len: 4,
-            keep: 4,
+            row_len: 8,
+            keep: 8,
             mask: [u64::MAX; 4],
             data: data(16),
         },
@@ -244,25 +266,42 @@ fn nfc_filter_keep_past_row_keeps_whole_rows() {
     // the hardware clamps the same way.
     let page = NfcPage {
         rows: 4,
-        row_len: 3,
-        keep: 9,
+        row_len: 8,
+        keep: 20,
         mask: [0b1010, 0, 0, 0],
-        data: (0..12).collect(),
+        data: (0..32).collect(),
     };
     let run = run(&stimulus(&[page]));
-    assert_eq!(run.out, [3, 4, 5, 9, 10, 11]);
+    assert_eq!(run.out, (8..16).chain(24..32).collect::<Vec<u16>>());
 }
 
 #[test]
-fn nfc_filter_row_len_zero_keeps_nothing() {
-    let page = NfcPage {
-        rows: 4,
-        row_len: 0,
-        keep: 0,
-        mask: [u64::MAX; 4],
-        data: (0..50).collect(),
-    };
-    assert!(run(&stimulus(&[page])).out.is_empty());
+fn nfc_filter_short_rows_keep_nothing() {
+    for row_len in [0, 1, 7] {
+        let page = NfcPage {
+            rows: 4,
+            row_len,
+            keep: row_len,
+            mask: [u64::MAX; 4],
+            data: (0..48).collect(),
+        };
+        assert!(run(&stimulus(&[page])).out.is_empty(), "row_len {row_len}");
+    }
+}
+
+/// Rows of partial beats are refused: such a page keeps nothing.
+#[test]
+fn nfc_filter_partial_beat_rows_keep_nothing() {
+    for row_len in [9, 12, 15, 4097] {
+        let page = NfcPage {
+            rows: 3,
+            row_len,
+            keep: 8,
+            mask: [0b101, 0, 0, 0],
+            data: (0..48).collect(),
+        };
+        assert!(run(&stimulus(&[page])).out.is_empty(), "row_len {row_len}");
+    }
 }
 
 /// rust-hdl's own threaded `Simulation` agrees with the stepper in
@@ -288,7 +327,10 @@ fn nfc_filter_rust_hdl_simulation_agrees() {
             wait_clock_true!(sim, clock, x);
             wait_clock_false!(sim, clock, x);
             if x.out_valid.val() {
-                sink.lock().expect("lock").push(x.out_data.val().to_u16());
+                let n = x.out_count.val().index();
+                let mut out = sink.lock().expect("lock");
+                let beat = x.out_data.val();
+                out.extend((0..n).map(|j| beat.get_bits::<16>(16 * j).to_u16()));
             }
         }
         sim.done(x)
