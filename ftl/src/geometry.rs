@@ -136,7 +136,7 @@ impl Geometry {
         if dim_group == 0 {
             0
         } else {
-            self.page_size / (dim_group as u32 * 2) & !7
+            (self.page_size / (dim_group as u32 * 2)) & !7
         }
     }
 }
