@@ -12,6 +12,7 @@
 //! | [`prp`] | PRP walking (device side) and PRP building (host side) |
 //! | [`identify`] | Identify Controller data and the InstCSD capability block |
 //! | [`log`] | Get Log Page command and the InstCSD statistics log page |
+//! | [`link`] | the board link: NVMe traffic over a byte stream (firmware under QEMU) |
 //! | [`vendor`] | the InstCSD vendor I/O commands: builders and strict parsers |
 //! | [`regs`] | controller register offsets and doorbells |
 //! | [`error`] | [`ProtoError`], the crate's error type |
@@ -28,6 +29,7 @@ extern crate std;
 pub mod cqe;
 pub mod error;
 pub mod identify;
+pub mod link;
 pub mod log;
 pub mod opcode;
 pub mod prp;
