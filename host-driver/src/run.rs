@@ -23,6 +23,7 @@ pub mod eval;
 pub mod generate;
 pub mod plot;
 pub mod sim;
+pub mod vectors;
 
 use thiserror::Error;
 

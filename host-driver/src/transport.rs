@@ -11,10 +11,15 @@
 //! | --- | --- |
 //! | [`ring`] | submission / completion ring bookkeeping (tails, heads, phase) |
 //! | [`sim`] | [`SimTransport`]: the in-process simulated board |
+//! | [`link`] | [`LinkTransport`]: the host end of the board link (firmware under QEMU) |
+//! | `staging` | a command's data pages and PRPs in modelled host memory |
 
+pub mod link;
 pub mod ring;
 pub mod sim;
+mod staging;
 
+pub use link::LinkTransport;
 pub use sim::SimTransport;
 
 use thiserror::Error;
@@ -125,6 +130,9 @@ pub enum TransportError {
     /// A malformed structure on the wire.
     #[error("protocol: {0}")]
     Proto(#[from] proto::ProtoError),
+    /// The byte stream to the device failed (board link, device files).
+    #[error("I/O: {0}")]
+    Io(#[from] std::io::Error),
 }
 
 /// A way to reach one device.

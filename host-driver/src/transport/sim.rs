@@ -12,10 +12,10 @@
 use std::collections::{HashMap, VecDeque};
 
 use board_sim::{SimConfig, SimCsd};
-use proto::prp::{self, ENTRIES_PER_LIST, PAGE};
 use proto::{Cqe, Opcode, Sqe};
 
 use super::ring::QueuePair;
+use super::staging::{self, Buffers};
 use super::{DeviceTime, IoData, IoRequest, IoResult, Transport, TransportError};
 
 /// Admin opcode: Create I/O Submission Queue.
@@ -28,15 +28,6 @@ const ADMIN_ENTRIES: u16 = 32;
 pub const DEFAULT_IO_ENTRIES: u16 = 64;
 /// The one I/O queue pair's identifier.
 const IO_QID: u16 = 1;
-
-/// Host memory pages behind one command's data.
-#[derive(Debug)]
-struct Buffers {
-    data_pages: Vec<u64>,
-    list_pages: Vec<u64>,
-    /// Bytes to copy back on completion (device-to-host commands).
-    read_back: usize,
-}
 
 /// The simulated board behind an NVMe queue interface.
 #[derive(Debug)]
@@ -120,87 +111,16 @@ impl SimTransport {
         }
     }
 
-    /// Places the request's data in host memory and fills in the PRPs
-    /// (PRP1 / PRP2 of a command without data are left as given).
     fn stage(&mut self, sqe: &mut Sqe, data: &IoData) -> Result<Buffers, TransportError> {
-        let len = data.len();
-        let mut bufs = Buffers {
-            data_pages: Vec::new(),
-            list_pages: Vec::new(),
-            read_back: 0,
-        };
-        if len == 0 {
-            // No data phase: PRP1 keeps what the caller set (queue creation
-            // puts the queue's base address there).
-            return Ok(bufs);
-        }
-        sqe.prp1 = 0;
-        sqe.prp2 = 0;
-        if len > prp::MAX_LEN {
-            return Err(TransportError::BadTransfer {
-                len,
-                reason: format!("above the {} byte PRP limit", prp::MAX_LEN),
-            });
-        }
-        let plan = prp::layout(len, 0);
-        let mem = self.dev.host_memory();
-        bufs.data_pages = mem.alloc(len);
-        bufs.list_pages = mem.alloc(plan.list_pages * PAGE);
-        let staged = match data {
-            IoData::ToDevice(bytes) => bufs
-                .data_pages
-                .iter()
-                .zip(bytes.chunks(PAGE))
-                .try_for_each(|(&page, chunk)| mem.write(page, chunk)),
-            IoData::FromDevice(n) => {
-                bufs.read_back = *n;
-                Ok(())
-            }
-            IoData::None => Ok(()),
-        };
-        let pair = staged.map_err(TransportError::from).and_then(|()| {
-            prp::build(
-                len,
-                0,
-                &bufs.data_pages,
-                &bufs.list_pages,
-                |addr, list: &[u64; ENTRIES_PER_LIST]| {
-                    let bytes: Vec<u8> = list.iter().flat_map(|e| e.to_le_bytes()).collect();
-                    mem.write(addr, &bytes).map_err(TransportError::from)
-                },
-            )
-        });
-        match pair {
-            Ok(pair) => {
-                sqe.prp1 = pair.prp1;
-                sqe.prp2 = pair.prp2;
-                Ok(bufs)
-            }
-            Err(e) => {
-                self.release(&bufs);
-                Err(e)
-            }
-        }
+        staging::stage(self.dev.host_memory(), sqe, data)
     }
 
-    /// Copies device-to-host data out of host memory and frees the pages.
     fn unstage(&mut self, bufs: Buffers) -> Result<Vec<u8>, TransportError> {
-        let mut out = vec![0u8; bufs.read_back];
-        let mem = self.dev.host_memory();
-        let copied = bufs
-            .data_pages
-            .iter()
-            .zip(out.chunks_mut(PAGE))
-            .try_for_each(|(&page, chunk)| mem.read(page, chunk));
-        self.release(&bufs);
-        copied?;
-        Ok(out)
+        staging::unstage(self.dev.host_memory(), bufs)
     }
 
     fn release(&mut self, bufs: &Buffers) {
-        let mem = self.dev.host_memory();
-        mem.free(&bufs.data_pages);
-        mem.free(&bufs.list_pages);
+        staging::release(self.dev.host_memory(), bufs);
     }
 
     /// Runs the board until idle; a controller fatal status is an error.
@@ -359,6 +279,7 @@ impl Transport for SimTransport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proto::prp::{self, PAGE};
 
     /// Stages `len` bytes, walks the PRPs as a device would and compares.
     fn staged_bytes_walk_back(t: &mut SimTransport, len: usize) {
