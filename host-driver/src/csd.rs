@@ -123,6 +123,11 @@ impl<T: Transport> Csd<T> {
         &mut self.transport
     }
 
+    /// The transport, giving up the device (to stop a QEMU board cleanly).
+    pub fn into_transport(self) -> T {
+        self.transport
+    }
+
     /// Virtual time of a simulated device.
     pub fn device_time(&self) -> Option<DeviceTime> {
         self.transport.device_time()

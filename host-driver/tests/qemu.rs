@@ -1,0 +1,67 @@
+//! The firmware under QEMU runs the end-to-end vectors and gets the same
+//! bits as the simulated board. Runs for each board whose firmware ELF is
+//! found (`cargo xtask qemu --board B --test` builds it and sets
+//! `INSTINFER_QEMU_REQUIRED=B`, which turns a missing firmware or QEMU into
+//! a failure); otherwise prints a note and skips.
+
+use host_driver::csd::Csd;
+use host_driver::run::vectors;
+use host_driver::transport::{QemuBoard, QemuTransport, SimTransport};
+
+fn required(board: QemuBoard) -> bool {
+    std::env::var("INSTINFER_QEMU_REQUIRED").is_ok_and(|v| v.split(',').any(|b| b == board.name()))
+}
+
+#[test]
+fn qemu_boards_match_the_simulated_board() {
+    for board in QemuBoard::ALL {
+        let elf = match board.find_firmware() {
+            Ok(p) if p.is_file() => p,
+            Ok(_) | Err(_) if required(board) => panic!("{} firmware not built", board.name()),
+            _ => {
+                eprintln!(
+                    "note: no {} firmware; skipping (cargo xtask qemu --board {} --test)",
+                    board.name(),
+                    board.name()
+                );
+                continue;
+            }
+        };
+        for page_size in [4096u32, 16384] {
+            let t = match QemuTransport::spawn(board, &elf, page_size) {
+                Ok(t) => t,
+                Err(e) if !required(board) => {
+                    eprintln!("note: {} did not start ({e}); skipping", board.name());
+                    break;
+                }
+                Err(e) => panic!("{}: {e}", board.name()),
+            };
+            let start = std::time::Instant::now();
+            let mut csd = Csd::new(t).expect("identify under QEMU");
+            let got = vectors::run(&mut csd).expect("vectors under QEMU");
+            let wall = start.elapsed();
+            let mut sim =
+                Csd::new(SimTransport::new(page_size).expect("sim")).expect("sim identify");
+            let want = vectors::run(&mut sim).expect("vectors on the simulated board");
+            assert_eq!(
+                vectors::first_difference(&got, &want),
+                None,
+                "{} with {page_size} B pages",
+                board.name()
+            );
+            let (status, console) = csd.into_transport().finish().expect("stop");
+            assert!(
+                status.success(),
+                "{}: QEMU exited {status}; console:\n{console}",
+                board.name()
+            );
+            assert!(console.contains("host said stop"), "console:\n{console}");
+            eprintln!(
+                "{} ({page_size} B pages): {} decodes bit-exact with the simulated board, {:.2} s wall",
+                board.name(),
+                got.len(),
+                wall.as_secs_f64()
+            );
+        }
+    }
+}
