@@ -65,3 +65,52 @@ fn qemu_boards_match_the_simulated_board() {
         }
     }
 }
+
+/// A panic, a CPU exception and bad boot arguments each end QEMU with a
+/// non-zero status and say why on the console.
+#[test]
+fn qemu_failures_exit_non_zero() {
+    for board in QemuBoard::ALL {
+        let Ok(elf) = board.find_firmware() else {
+            assert!(!required(board), "{} firmware not built", board.name());
+            eprintln!("note: no {} firmware; skipping", board.name());
+            continue;
+        };
+        let dir = std::env::temp_dir().join(format!("instinfer-qemu-fail-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        for (append, says) in [
+            ("selftest=panic", "deliberate panic"),
+            ("selftest=undef", "undefined instruction"),
+            ("page_size=512", "bad boot arguments"),
+        ] {
+            let console = dir.join(format!("{}-{}.log", board.name(), append.replace('=', "-")));
+            let mut cmd = board.command(&elf, &console, append);
+            let status = match cmd.stderr(std::process::Stdio::piped()).output() {
+                Ok(o) => o.status,
+                Err(e) if !required(board) => {
+                    eprintln!(
+                        "note: QEMU for {} not runnable ({e}); skipping",
+                        board.name()
+                    );
+                    break;
+                }
+                Err(e) => panic!("{e}"),
+            };
+            let text = std::fs::read_to_string(&console).unwrap_or_default();
+            assert!(
+                !status.success(),
+                "{} {append}: exited {status}",
+                board.name()
+            );
+            if append != "selftest=panic" {
+                assert!(
+                    text.contains(says),
+                    "{} {append}: console {text:?}",
+                    board.name()
+                );
+            }
+            eprintln!("{} {append}: {status}", board.name());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -4,7 +4,9 @@
 //!
 //! - `page_size=4096|16384` — flash page size (default: the board's);
 //! - `to_dev=PATH`, `from_dev=PATH` — the board link's named pipes
-//!   (defaults `to_dev.fifo`, `from_dev.fifo` in QEMU's working directory).
+//!   (defaults `to_dev.fifo`, `from_dev.fifo` in QEMU's working directory);
+//! - `selftest=panic|undef` — fail on purpose right after boot (a panic, or
+//!   an undefined instruction), to check that failures exit QEMU non-zero.
 
 /// Longest pipe path.
 pub const MAX_PATH: usize = 255;
@@ -46,6 +48,17 @@ pub struct BootArgs {
     pub to_dev: CPath,
     /// Device → host pipe.
     pub from_dev: CPath,
+    /// Fail on purpose.
+    pub selftest: Option<SelfTest>,
+}
+
+/// A deliberate failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SelfTest {
+    /// `panic!`.
+    Panic,
+    /// An undefined instruction (a CPU exception).
+    Undef,
 }
 
 /// A bad boot argument.
@@ -69,6 +82,7 @@ impl BootArgs {
             page_size: default_page_size,
             to_dev: CPath::new("to_dev.fifo")?,
             from_dev: CPath::new("from_dev.fifo")?,
+            selftest: None,
         };
         for w in words {
             let Some((k, v)) = w.split_once('=') else {
@@ -84,6 +98,13 @@ impl BootArgs {
                 }
                 "to_dev" => a.to_dev = CPath::new(v)?,
                 "from_dev" => a.from_dev = CPath::new(v)?,
+                "selftest" => {
+                    a.selftest = Some(match v {
+                        "panic" => SelfTest::Panic,
+                        "undef" => SelfTest::Undef,
+                        _ => return Err(ArgError::Unknown),
+                    })
+                }
                 _ => return Err(ArgError::Unknown),
             }
         }
@@ -104,6 +125,9 @@ mod tests {
         assert_eq!(a.from_dev.as_str(), "from_dev.fifo");
         let d = BootArgs::parse([], 16384).unwrap();
         assert_eq!(d.page_size, 16384);
+        assert_eq!(d.selftest, None);
+        let t = BootArgs::parse(["selftest=undef"], 4096).unwrap();
+        assert_eq!(t.selftest, Some(SelfTest::Undef));
     }
 
     #[test]

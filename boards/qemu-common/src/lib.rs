@@ -29,3 +29,9 @@ mod uart;
 pub use serve::{Board, serve};
 #[cfg(target_os = "none")]
 pub use uart::CadenceUart;
+
+/// Exits QEMU with `code` (semihosting), for a board's fault handlers.
+#[cfg(target_os = "none")]
+pub fn exit(code: i32) -> ! {
+    semihosting::process::exit(code)
+}

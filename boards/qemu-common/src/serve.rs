@@ -12,7 +12,7 @@ use ftl::Geometry;
 use semihosting::fs::File;
 use semihosting::process::exit;
 
-use crate::cmdline::BootArgs;
+use crate::cmdline::{BootArgs, SelfTest};
 use crate::link::SemiLink;
 use crate::uart::CadenceUart;
 
@@ -68,6 +68,20 @@ pub fn serve<C: Clock>(board: &Board, clock: C) -> ! {
             exit(EXIT_ARGS)
         }
     };
+    match boot.selftest {
+        Some(SelfTest::Panic) => panic!("selftest: a deliberate panic"),
+        Some(SelfTest::Undef) => {
+            let _ = writeln!(uart, "selftest: an undefined instruction");
+            // SAFETY: `udf` raises an undefined-instruction exception, whose
+            // handler exits QEMU; nothing after it runs.
+            #[allow(unsafe_code)]
+            unsafe {
+                core::arch::asm!("udf #0", options(nomem, nostack))
+            };
+            fail(&mut uart, EXIT_DEVICE, "selftest: udf returned")
+        }
+        None => {}
+    }
     let open = |p: &crate::cmdline::CPath, write: bool| {
         let c = CStr::from_bytes_with_nul(p.with_nul()).ok()?;
         if write {

@@ -87,6 +87,26 @@ impl QemuBoard {
         }
     }
 
+    /// The QEMU command that boots `elf` with boot arguments `append`,
+    /// the console UART going to the file `console`, semihosting on.
+    pub fn command(self, elf: &Path, console: &Path, append: &str) -> Command {
+        let (qemu, machine) = self.qemu();
+        let mut c = Command::new(qemu);
+        c.args(machine)
+            .args(["-nographic", "-monitor", "none", "-nodefaults"])
+            .arg("-serial")
+            .arg(format!("file:{}", console.display()))
+            .args(["-semihosting-config", "enable=on,target=native"])
+            .arg("-kernel")
+            .arg(elf)
+            .arg("-append")
+            .arg(append)
+            .env("QEMU_AUDIO_DRV", "none")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null());
+        c
+    }
+
     /// Where `cargo xtask qemu` puts the firmware: `target/<triple>/release/<bin>`
     /// of the workspace `target_dir`.
     pub fn firmware_in(self, target_dir: &Path) -> PathBuf {
@@ -165,30 +185,23 @@ impl QemuTransport {
                 return Err(setup(format!("mkfifo {} failed", p.display())));
             }
         }
-        let (qemu, machine) = board.qemu();
         let console = dir.join("console.log");
-        let child = Command::new(qemu)
-            .args(machine)
-            .args(["-nographic", "-monitor", "none", "-nodefaults"])
-            .arg("-serial")
-            .arg(format!("file:{}", console.display()))
-            .args(["-semihosting-config", "enable=on,target=native"])
-            .arg("-kernel")
-            .arg(elf)
-            .arg("-append")
-            .arg(format!(
-                "page_size={page_size} to_dev={} from_dev={}",
-                to_dev.display(),
-                from_dev.display()
-            ))
-            .env("QEMU_AUDIO_DRV", "none")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
+        let child = board
+            .command(
+                elf,
+                &console,
+                &format!(
+                    "page_size={page_size} to_dev={} from_dev={}",
+                    to_dev.display(),
+                    from_dev.display()
+                ),
+            )
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| {
                 setup(format!(
-                    "cannot start {qemu}: {e} (apt install qemu-system-arm)"
+                    "cannot start {}: {e} (apt install qemu-system-arm)",
+                    board.qemu().0
                 ))
             })?;
         let mut t = Self {
