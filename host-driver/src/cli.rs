@@ -11,6 +11,7 @@ mod run;
 
 use clap::{Parser, Subcommand};
 use host_driver::run::RunError;
+use host_driver::transport::DeviceSpec;
 
 /// InstInfer host: decode attention inside a computational SSD (simulated by default).
 #[derive(Debug, Parser)]
@@ -59,6 +60,11 @@ pub fn run(cli: Cli) -> Result<(), RunError> {
 /// Flash page sizes the simulator models.
 pub(crate) fn page_size_parser() -> clap::builder::PossibleValuesParser {
     clap::builder::PossibleValuesParser::new(["4096", "16384"])
+}
+
+/// `--device`: `sim`, `qemu:zynqmp` or `qemu:zynq7000`.
+pub(crate) fn device_parser(s: &str) -> Result<DeviceSpec, String> {
+    DeviceSpec::parse(s)
 }
 
 /// Parses the value [`page_size_parser`] accepted.

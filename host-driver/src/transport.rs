@@ -12,15 +12,18 @@
 //! | [`ring`] | submission / completion ring bookkeeping (tails, heads, phase) |
 //! | [`sim`] | [`SimTransport`]: the in-process simulated board |
 //! | [`link`] | [`LinkTransport`]: the host end of the board link (firmware under QEMU) |
+//! | [`any`] | [`DeviceSpec`] (`sim`, `qemu:<board>`) and [`AnyTransport`] |
 //! | [`qemu`] | [`QemuTransport`]: boots the firmware under QEMU and talks to it over the link |
 //! | `staging` | a command's data pages and PRPs in modelled host memory |
 
+pub mod any;
 pub mod link;
 pub mod qemu;
 pub mod ring;
 pub mod sim;
 mod staging;
 
+pub use any::{AnyTransport, DeviceSpec};
 pub use link::LinkTransport;
 pub use qemu::{QemuBoard, QemuTransport};
 pub use sim::SimTransport;

@@ -6,6 +6,7 @@ use host_driver::run::RunError;
 use host_driver::run::attend::{
     AttendFiles, DeviceChoice, MethodChoice, SparseChoice, attend_files,
 };
+use host_driver::transport::DeviceSpec;
 
 /// Attention method.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -40,7 +41,11 @@ pub struct Args {
     /// SparF: most recent tokens always kept [default: topk/4].
     #[arg(long)]
     local: Option<usize>,
-    /// Simulated drives sharing the KV heads.
+    /// The device: `sim` (the simulated board) or `qemu:zynqmp` /
+    /// `qemu:zynq7000` (the firmware under QEMU; `cargo xtask qemu` builds it).
+    #[arg(long, default_value = "sim", value_parser = super::device_parser)]
+    device: DeviceSpec,
+    /// Drives sharing the KV heads.
     #[arg(long, default_value_t = 1)]
     devices: usize,
     /// Flash page size of the simulated drives, bytes.
@@ -72,6 +77,7 @@ pub fn run(a: Args) -> Result<(), RunError> {
         local: a.local,
     };
     let dev = DeviceChoice {
+        device: a.device,
         devices: a.devices,
         page_size: super::page_size(&a.page_size),
         dim_group: a.dim_group,

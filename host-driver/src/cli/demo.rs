@@ -2,6 +2,7 @@
 
 use host_driver::run::RunError;
 use host_driver::run::demo::{DemoParams, run_demo};
+use host_driver::transport::DeviceSpec;
 
 /// Arguments of `demo`.
 #[derive(Debug, clap::Args)]
@@ -18,7 +19,11 @@ pub struct Args {
     /// Prompt tokens prefilled per sequence.
     #[arg(long, default_value_t = 1024)]
     prompt: usize,
-    /// Simulated drives sharing the KV heads.
+    /// The device: `sim` (the simulated board) or `qemu:zynqmp` /
+    /// `qemu:zynq7000` (the firmware under QEMU; `cargo xtask qemu` builds it).
+    #[arg(long, default_value = "sim", value_parser = super::device_parser)]
+    device: DeviceSpec,
+    /// Drives sharing the KV heads.
     #[arg(long, default_value_t = 1)]
     devices: usize,
     /// Flash page size of the simulated drives, bytes.
@@ -32,6 +37,7 @@ pub fn run(a: Args) -> Result<(), RunError> {
         seqs: a.seqs,
         steps: a.steps,
         prompt: a.prompt,
+        device: a.device,
         devices: a.devices,
         page_size: super::page_size(&a.page_size),
         ..DemoParams::default()

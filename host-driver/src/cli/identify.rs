@@ -2,12 +2,16 @@
 
 use host_driver::csd::{Csd, CsdError, DeviceInfo};
 use host_driver::run::RunError;
-use host_driver::transport::SimTransport;
+use host_driver::transport::DeviceSpec;
 use serde_json::json;
 
 /// Arguments of `identify`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    /// The device: `sim` (the simulated board) or `qemu:zynqmp` /
+    /// `qemu:zynq7000` (the firmware under QEMU; `cargo xtask qemu` builds it).
+    #[arg(long, default_value = "sim", value_parser = super::device_parser)]
+    device: DeviceSpec,
     /// Flash page size of the simulated drive, bytes.
     #[arg(long, default_value = "4096", value_parser = super::page_size_parser())]
     page_size: String,
@@ -17,7 +21,10 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<(), RunError> {
-    let t = SimTransport::new(super::page_size(&a.page_size)).map_err(CsdError::from)?;
+    let t = a
+        .device
+        .open(super::page_size(&a.page_size))
+        .map_err(CsdError::from)?;
     let csd = Csd::new(t)?;
     let info = csd.info();
     if a.json {

@@ -19,8 +19,9 @@ use serde_json::json;
 use crate::array::ArrayDecode;
 use crate::npy::{NpyArray, NpyData, NpyError};
 
-use super::sim::{Phase, PhaseCounters, sim_array};
+use super::sim::{Phase, PhaseCounters, device_array};
 use super::{RunError, check_caps, input, open_error};
+use crate::transport::DeviceSpec;
 
 /// Which attention the device runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,7 +87,9 @@ pub fn resolve_method(
 /// Device settings of a job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeviceChoice {
-    /// Simulated drives.
+    /// Which device (`sim` by default).
+    pub device: DeviceSpec,
+    /// Drives.
     pub devices: usize,
     /// Flash page size (4096 or 16384).
     pub page_size: u32,
@@ -97,6 +100,7 @@ pub struct DeviceChoice {
 impl Default for DeviceChoice {
     fn default() -> Self {
         Self {
+            device: DeviceSpec::Sim,
             devices: 1,
             page_size: 4096,
             dim_group: 1,
@@ -296,7 +300,7 @@ pub fn attend(
             proto::vendor::MAX_DIM_GROUP
         )));
     }
-    let mut array = sim_array(dev.devices, dev.page_size)?;
+    let mut array = device_array(dev.device, dev.devices, dev.page_size)?;
     let group = inputs.q_heads / inputs.kv_heads;
     check_caps(
         &array.devices()[0].info().caps,

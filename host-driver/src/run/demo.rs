@@ -19,8 +19,9 @@ use attention::testdata::{SplitMix64, structured_kv, structured_query};
 
 use crate::backend::{AttentionBackend, DecodeStep, HostDense, InStorage, ModelShape, round_f16};
 
-use super::sim::{Phase, PhaseCounters, sim_array};
+use super::sim::{Phase, PhaseCounters, device_array};
 use super::{RunError, check_page_size, input};
+use crate::transport::DeviceSpec;
 
 /// Demo settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,7 +34,9 @@ pub struct DemoParams {
     pub steps: usize,
     /// Prompt (prefill) tokens.
     pub prompt: usize,
-    /// Simulated drives.
+    /// Which device (`sim` by default).
+    pub device: DeviceSpec,
+    /// Drives.
     pub devices: usize,
     /// Flash page size.
     pub page_size: u32,
@@ -57,6 +60,7 @@ impl Default for DemoParams {
             seqs: 8,
             steps: 64,
             prompt: 1024,
+            device: DeviceSpec::Sim,
             devices: 1,
             page_size: 4096,
             q_heads: 9,
@@ -226,7 +230,7 @@ fn run_method(
     sparf: bool,
 ) -> Result<DemoRow, RunError> {
     let (kvh, d, total) = (p.kv_heads, p.head_dim, p.prompt + p.steps);
-    let mut dev = InStorage::new(sim_array(p.devices, p.page_size)?, p.dim_group);
+    let mut dev = InStorage::new(device_array(p.device, p.devices, p.page_size)?, p.dim_group);
     let mut host = HostDense::new();
     for seq in 0..p.seqs {
         dev.open(seq as u32, shape)?;

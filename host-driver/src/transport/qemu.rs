@@ -116,10 +116,16 @@ impl QemuBoard {
             .join(self.binary())
     }
 
-    /// The firmware ELF: `$INSTINFER_FIRMWARE` if set, else next to this
-    /// program's own target directory, else under `./target`.
+    /// The environment variable naming this board's firmware ELF:
+    /// `INSTINFER_FIRMWARE_ZYNQMP` or `INSTINFER_FIRMWARE_ZYNQ7000`.
+    pub fn firmware_var(self) -> String {
+        format!("INSTINFER_FIRMWARE_{}", self.name().to_uppercase())
+    }
+
+    /// The firmware ELF: the [`Self::firmware_var`] path if set, else next
+    /// to this program's own target directory, else under `./target`.
     pub fn find_firmware(self) -> Result<PathBuf, TransportError> {
-        if let Some(p) = std::env::var_os("INSTINFER_FIRMWARE") {
+        if let Some(p) = std::env::var_os(self.firmware_var()) {
             return Ok(PathBuf::from(p));
         }
         let mut tried = Vec::new();
@@ -133,14 +139,15 @@ impl QemuBoard {
         tried.iter().find(|p| p.is_file()).cloned().ok_or_else(|| {
             TransportError::Setup(format!(
                 "no {} firmware found (looked at {}); build it with `cargo xtask qemu --board {}` \
-                 or set INSTINFER_FIRMWARE",
+                 or set {}",
                 self.name(),
                 tried
                     .iter()
                     .map(|p| p.display().to_string())
                     .collect::<Vec<_>>()
                     .join(", "),
-                self.name()
+                self.name(),
+                self.firmware_var()
             ))
         })
     }

@@ -1,0 +1,118 @@
+//! [`DeviceSpec`] (which device a command runs on: `sim`, `qemu:zynqmp`,
+//! `qemu:zynq7000`) and [`AnyTransport`], the transport of whichever it is.
+
+use super::{
+    DeviceTime, IoRequest, IoResult, QemuBoard, QemuTransport, SimTransport, Transport,
+    TransportError,
+};
+
+/// Which device to use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DeviceSpec {
+    /// The simulated board, in process.
+    #[default]
+    Sim,
+    /// The firmware under QEMU on this board.
+    Qemu(QemuBoard),
+}
+
+impl DeviceSpec {
+    /// `sim`, `qemu:zynqmp` or `qemu:zynq7000`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s.split_once(':') {
+            None if s == "sim" => Ok(Self::Sim),
+            Some(("qemu", b)) => QemuBoard::parse(b)
+                .map(Self::Qemu)
+                .ok_or_else(|| format!("unknown QEMU board {b:?} (zynqmp or zynq7000)")),
+            _ => Err(format!(
+                "unknown device {s:?} (sim, qemu:zynqmp or qemu:zynq7000)"
+            )),
+        }
+    }
+
+    /// Starts one device with `page_size`-byte flash pages.
+    pub fn open(self, page_size: u32) -> Result<AnyTransport, TransportError> {
+        Ok(match self {
+            Self::Sim => AnyTransport::Sim(Box::new(SimTransport::new(page_size)?)),
+            Self::Qemu(b) => {
+                let elf = b.find_firmware()?;
+                AnyTransport::Qemu(Box::new(QemuTransport::spawn(b, &elf, page_size)?))
+            }
+        })
+    }
+}
+
+impl std::fmt::Display for DeviceSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Sim => f.write_str("sim"),
+            Self::Qemu(b) => write!(f, "qemu:{}", b.name()),
+        }
+    }
+}
+
+/// The transport of a [`DeviceSpec`].
+#[derive(Debug)]
+pub enum AnyTransport {
+    /// The simulated board.
+    Sim(Box<SimTransport>),
+    /// The firmware under QEMU.
+    Qemu(Box<QemuTransport>),
+}
+
+impl AnyTransport {
+    fn inner(&mut self) -> &mut dyn Transport {
+        match self {
+            Self::Sim(t) => t.as_mut(),
+            Self::Qemu(t) => t.as_mut(),
+        }
+    }
+}
+
+impl Transport for AnyTransport {
+    fn admin(&mut self, req: IoRequest) -> Result<IoResult, TransportError> {
+        self.inner().admin(req)
+    }
+
+    fn submit(&mut self, req: IoRequest) -> Result<u16, TransportError> {
+        self.inner().submit(req)
+    }
+
+    fn reap(&mut self) -> Result<(u16, IoResult), TransportError> {
+        self.inner().reap()
+    }
+
+    fn in_flight(&self) -> usize {
+        match self {
+            Self::Sim(t) => t.in_flight(),
+            Self::Qemu(t) => t.in_flight(),
+        }
+    }
+
+    fn device_time(&self) -> Option<DeviceTime> {
+        match self {
+            Self::Sim(t) => t.device_time(),
+            Self::Qemu(t) => t.device_time(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_device_names() {
+        assert_eq!(DeviceSpec::parse("sim"), Ok(DeviceSpec::Sim));
+        assert_eq!(
+            DeviceSpec::parse("qemu:zynqmp"),
+            Ok(DeviceSpec::Qemu(QemuBoard::ZynqMp))
+        );
+        assert_eq!(
+            DeviceSpec::parse("qemu:zynq7000").map(|d| d.to_string()),
+            Ok("qemu:zynq7000".into())
+        );
+        assert!(DeviceSpec::parse("qemu:cosmos").is_err());
+        assert!(DeviceSpec::parse("nvme0").is_err());
+    }
+}
