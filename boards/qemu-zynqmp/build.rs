@@ -6,6 +6,7 @@ fn main() {
     if target == "aarch64-unknown-none" {
         println!("cargo:rustc-link-arg=-Timage.ld");
         println!("cargo:rustc-link-arg=-Tmemory.ld");
+        println!("cargo:rustc-link-arg=-Tdefmt.x");
         let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
         println!("cargo:rustc-link-search={dir}");
     }

@@ -28,6 +28,11 @@ where
 {
     /// Starts the core on `board`.
     pub fn new(board: B, config: DeviceConfig) -> Result<Self, DeviceError> {
+        log_info!(
+            "device core up: {=u32} sequences, {=u32} B pages",
+            config.max_sequences,
+            config.ftl.geometry.page_size
+        );
         let state = crate::dispatch::State::new(config)?;
         Ok(Self { board, state })
     }

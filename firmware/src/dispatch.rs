@@ -85,6 +85,14 @@ where
             (fail.status, fail.dw0)
         }
     };
+    log_debug!(
+        "sq {=u16} cid {=u16} opcode {=u8:#x}: status {=u16:#x} dw0 {=u32}",
+        sub.queue,
+        sub.sqe.cid(),
+        sub.sqe.opcode().0,
+        status.to_field(),
+        dw0
+    );
     post(dev, sub, status, dw0)?;
     Ok(Progress::Served)
 }

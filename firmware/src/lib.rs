@@ -13,6 +13,9 @@
 
 extern crate alloc;
 
+#[macro_use]
+mod log;
+
 pub mod config;
 pub mod device;
 pub mod hal;

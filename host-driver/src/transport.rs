@@ -25,7 +25,7 @@ mod staging;
 
 pub use any::{AnyTransport, DeviceSpec};
 pub use link::LinkTransport;
-pub use qemu::{QemuBoard, QemuTransport};
+pub use qemu::{QemuBoard, QemuExit, QemuTransport};
 pub use sim::SimTransport;
 
 use thiserror::Error;

@@ -8,6 +8,26 @@ use host_driver::csd::Csd;
 use host_driver::run::vectors;
 use host_driver::transport::{QemuBoard, QemuTransport, SimTransport};
 
+/// The firmware's defmt frames as text, decoded against its ELF (what
+/// `defmt-print -e <elf>` prints).
+fn decode_log(elf: &std::path::Path, frames: &[u8]) -> Vec<String> {
+    let bytes = std::fs::read(elf).expect("read ELF");
+    let table = defmt_decoder::Table::parse(&bytes)
+        .expect("defmt table")
+        .expect("the ELF has defmt data");
+    let mut dec = table.new_stream_decoder();
+    dec.received(frames);
+    let mut out = Vec::new();
+    loop {
+        match dec.decode() {
+            Ok(f) => out.push(f.display_message().to_string()),
+            Err(defmt_decoder::DecodeError::UnexpectedEof) => break,
+            Err(e) => panic!("bad log frame: {e:?}"),
+        }
+    }
+    out
+}
+
 fn required(board: QemuBoard) -> bool {
     std::env::var("INSTINFER_QEMU_REQUIRED").is_ok_and(|v| v.split(',').any(|b| b == board.name()))
 }
@@ -49,13 +69,31 @@ fn qemu_boards_match_the_simulated_board() {
                 "{} with {page_size} B pages",
                 board.name()
             );
-            let (status, console) = csd.into_transport().finish().expect("stop");
+            let exit = csd.into_transport().finish().expect("stop");
+            let (status, console) = (exit.status, &exit.console);
             assert!(
                 status.success(),
                 "{}: QEMU exited {status}; console:\n{console}",
                 board.name()
             );
             assert!(console.contains("host said stop"), "console:\n{console}");
+            let log = decode_log(&elf, &exit.log_frames);
+            assert!(
+                log.iter().any(|l| l.contains("device core up")),
+                "log: {log:?}"
+            );
+            assert!(
+                log.iter().any(|l| l.contains("host said stop")),
+                "log: {log:?}"
+            );
+            let commands = log.iter().filter(|l| l.contains(" opcode ")).count();
+            assert!(commands > 20, "{commands} command log lines");
+            eprintln!(
+                "{} log ({} frames), first lines: {:?}",
+                board.name(),
+                log.len(),
+                &log[..3.min(log.len())]
+            );
             eprintln!(
                 "{} ({page_size} B pages): {} decodes bit-exact with the simulated board, {:.2} s wall",
                 board.name(),

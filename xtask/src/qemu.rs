@@ -28,10 +28,23 @@ const BOARDS: [Board; 2] = [
     },
 ];
 
-/// Builds a board's firmware (release).
+/// Builds a board's firmware (release), with its debug-level log points
+/// (`DEFMT_LOG=debug`: one log frame per command).
 pub fn build(name: &str) -> Result<(), String> {
     let b = board(name)?;
-    cargo(&["build", "--release", "-p", b.package, "--target", b.target])
+    let args = ["build", "--release", "-p", b.package, "--target", b.target];
+    eprintln!("$ DEFMT_LOG=debug cargo {}", args.join(" "));
+    let status =
+        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(args)
+            .env("DEFMT_LOG", "debug")
+            .status()
+            .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("building the {name} firmware failed ({status})"))
+    }
 }
 
 fn board(name: &str) -> Result<&'static Board, String> {

@@ -6,6 +6,7 @@
 //! | `uart` | the Cadence UART console (both Zynq families have it) | the board |
 //! | `link` | [`board_ram::ByteLink`] over semihosting files (the host's named pipes) | the board |
 //! | `heap` | the global allocator over a DRAM range | the board |
+//! | `logger` | the defmt logger: frames on the second UART | the board |
 //! | `serve` | boot: console banner, connect, run the device core until the host stops it, exit | the board |
 //!
 //! The semihosting link is compiled only for bare-metal targets: a
@@ -20,6 +21,8 @@ pub mod cmdline;
 mod heap;
 #[cfg(target_os = "none")]
 mod link;
+#[cfg(target_os = "none")]
+mod logger;
 #[cfg(target_os = "none")]
 mod serve;
 #[cfg(target_os = "none")]

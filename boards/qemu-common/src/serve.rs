@@ -36,6 +36,8 @@ pub struct Board {
     pub heap: (usize, usize),
     /// MMIO base of the console UART.
     pub uart_base: usize,
+    /// MMIO base of the UART that carries defmt log frames.
+    pub log_uart_base: usize,
 }
 
 /// Runs the board until the host stops it; never returns.
@@ -50,6 +52,13 @@ pub fn serve<C: Clock>(board: &Board, clock: C) -> ! {
     // this function drives it.
     #[allow(unsafe_code)]
     let mut uart = unsafe { CadenceUart::new(board.uart_base) };
+    // SAFETY: the board's second UART, mapped as device memory, used only
+    // by the logger.
+    #[allow(unsafe_code)]
+    unsafe {
+        crate::logger::init(board.log_uart_base)
+    };
+    defmt::info!("{=str} firmware booted", board.name);
     let _ = writeln!(
         uart,
         "InstCSD firmware {} on {} (QEMU)",
@@ -132,6 +141,7 @@ pub fn serve<C: Clock>(board: &Board, clock: C) -> ! {
     };
     match dev.run_until_idle() {
         Ok(n) if dev.board().host.shutdown_requested() => {
+            defmt::info!("served {=usize} commands; host said stop", n);
             let _ = writeln!(uart, "served {n} commands; host said stop");
             exit(0)
         }

@@ -32,6 +32,15 @@ impl CadenceUart {
         u
     }
 
+    /// The UART at `base` as it is (no reset, no enable).
+    ///
+    /// # Safety
+    ///
+    /// As [`Self::new`], and the UART was enabled before.
+    pub unsafe fn attach(base: usize) -> Self {
+        Self { base }
+    }
+
     fn write_reg(&mut self, off: usize, v: u32) {
         // SAFETY: `new`'s contract: `base + off` is a register of this UART,
         // which this value owns.

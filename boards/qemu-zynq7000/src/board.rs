@@ -7,6 +7,8 @@ use ftl::Geometry;
 
 /// UART0 (Cadence) of the Zynq-7000.
 const UART0: usize = 0xE000_0000;
+/// UART1: defmt log frames.
+const UART1: usize = 0xE000_1000;
 /// Heap: 512 MiB of DDR above the image, its stack and `.bss`.
 const HEAP: (usize, usize) = (0x1000_0000, 0x2000_0000);
 /// The A9 MPCore global timer (private peripherals at 0xF8F0_0000).
@@ -112,6 +114,7 @@ extern "C" fn zynq7000_main() -> ! {
         geometry: Geometry::cosmos_plus(),
         heap: HEAP,
         uart_base: UART0,
+        log_uart_base: UART1,
     };
     serve(&board, GlobalTimer::start())
 }

@@ -8,6 +8,8 @@ use ftl::Geometry;
 
 /// UART0 (Cadence) of the ZynqMP.
 const UART0: usize = 0xFF00_0000;
+/// UART1: defmt log frames.
+const UART1: usize = 0xFF01_0000;
 /// Heap: 1 GiB of DDR above the image (which is below 256 MiB).
 const HEAP: (usize, usize) = (0x2000_0000, 0x4000_0000);
 
@@ -80,6 +82,7 @@ fn main(_x0: u64, _x1: u64, _x2: u64, _x3: u64) -> ! {
         geometry: Geometry::daisyplus(),
         heap: HEAP,
         uart_base: UART0,
+        log_uart_base: UART1,
     };
     serve(&board, GenericTimer::new())
 }

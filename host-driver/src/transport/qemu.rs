@@ -88,7 +88,8 @@ impl QemuBoard {
     }
 
     /// The QEMU command that boots `elf` with boot arguments `append`,
-    /// the console UART going to the file `console`, semihosting on.
+    /// the console UART going to the file `console` and the log UART (defmt
+    /// frames) to [`log_file`]`(console)`, semihosting on.
     pub fn command(self, elf: &Path, console: &Path, append: &str) -> Command {
         let (qemu, machine) = self.qemu();
         let mut c = Command::new(qemu);
@@ -96,6 +97,8 @@ impl QemuBoard {
             .args(["-nographic", "-monitor", "none", "-nodefaults"])
             .arg("-serial")
             .arg(format!("file:{}", console.display()))
+            .arg("-serial")
+            .arg(format!("file:{}", log_file(console).display()))
             .args(["-semihosting-config", "enable=on,target=native"])
             .arg("-kernel")
             .arg(elf)
@@ -151,6 +154,23 @@ impl QemuBoard {
             ))
         })
     }
+}
+
+/// Where the defmt log frames of a board whose console is `console` go:
+/// `defmt.bin` beside it.
+pub fn log_file(console: &Path) -> PathBuf {
+    console.with_file_name("defmt.bin")
+}
+
+/// What a stopped QEMU board left.
+#[derive(Debug)]
+pub struct QemuExit {
+    /// QEMU's exit status (success when the firmware stopped cleanly).
+    pub status: ExitStatus,
+    /// The console UART's text.
+    pub console: String,
+    /// The log UART's defmt frames (decode against the firmware ELF).
+    pub log_frames: Vec<u8>,
 }
 
 /// The firmware under QEMU, behind the [`Transport`] trait.
@@ -304,11 +324,15 @@ impl QemuTransport {
             .ok_or_else(|| TransportError::DeviceFailed("the QEMU board was stopped".into()))
     }
 
-    /// Stops the firmware and returns QEMU's exit status (success when the
-    /// firmware stopped cleanly) and the console.
-    pub fn finish(mut self) -> Result<(ExitStatus, String), TransportError> {
+    /// Stops the firmware; returns QEMU's exit status, the console and the
+    /// log frames.
+    pub fn finish(mut self) -> Result<QemuExit, TransportError> {
         let status = self.stop()?;
-        Ok((status, self.console()))
+        Ok(QemuExit {
+            status,
+            console: self.console(),
+            log_frames: std::fs::read(log_file(&self.dir.join("console.log"))).unwrap_or_default(),
+        })
     }
 
     fn stop(&mut self) -> Result<ExitStatus, TransportError> {
