@@ -2,10 +2,10 @@
 //! depends on it). Either the emulator's clock or, without one,
 //! [`CommandClock`].
 
-/// A monotonic nanosecond clock.
-pub trait TimeSource {
-    /// Nanoseconds since some fixed start.
-    fn now_ns(&self) -> u64;
+use firmware::hal::Clock;
+
+/// A monotonic nanosecond clock ([`Clock`]) told when each command starts.
+pub trait TimeSource: Clock {
     /// Called once before each command runs.
     fn command_started(&mut self) {}
 }
@@ -17,11 +17,13 @@ pub struct CommandClock {
     commands: u64,
 }
 
-impl TimeSource for CommandClock {
+impl Clock for CommandClock {
     fn now_ns(&self) -> u64 {
         self.commands
     }
+}
 
+impl TimeSource for CommandClock {
     fn command_started(&mut self) {
         self.commands += 1;
     }

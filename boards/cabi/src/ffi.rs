@@ -17,6 +17,8 @@ use core::cell::Cell;
 use core::ffi::{c_char, c_int, c_void};
 
 use crate::abi::{self, DmaReadFn, DmaWriteFn, Env, NowFn, PanicFn, RawConfig};
+use firmware::hal::Clock;
+
 use crate::clock::{CommandClock, TimeSource};
 use crate::config::Config;
 use crate::error::{CabiError, describe};
@@ -67,7 +69,7 @@ struct EnvClock {
     commands: CommandClock,
 }
 
-impl TimeSource for EnvClock {
+impl Clock for EnvClock {
     fn now_ns(&self) -> u64 {
         let Some(now) = self.now else {
             return self.commands.now_ns();
@@ -77,7 +79,9 @@ impl TimeSource for EnvClock {
         self.last.set(t);
         t
     }
+}
 
+impl TimeSource for EnvClock {
     fn command_started(&mut self) {
         self.commands.command_started();
     }

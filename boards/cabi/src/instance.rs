@@ -33,7 +33,7 @@ impl<D: HostDma, T: TimeSource> Instance<D, T> {
             host: CommandHost::new(dma),
             nand: RamNand::new(cfg.geometry, ram_pages, NAND_QUEUE_DEPTH),
             engine: SoftEngine::default(),
-            time,
+            clock: time,
         };
         let dev = Device::new(board, cfg.device_config()).map_err(ConfigError::Core)?;
         Ok(Self { dev })
@@ -49,7 +49,7 @@ impl<D: HostDma, T: TimeSource> Instance<D, T> {
             Err(_) => return Cqe::new(0, qid, 0, Status::INTERNAL_ERROR, 0, false),
         };
         let board = self.dev.board_mut();
-        board.time.command_started();
+        board.clock.command_started();
         board.host.put(Submission { queue: qid, sqe });
         // The host interface never fails and never blocks a completion, so
         // one poll serves the command; anything else is an internal error.

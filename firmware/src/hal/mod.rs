@@ -14,6 +14,7 @@ mod clock;
 mod engine;
 mod host;
 mod nand;
+mod parts;
 
 pub use clock::{Clock, TimeBreakdown};
 pub use engine::{Engine, EngineWork, LogitJob, SoftEngine, WeightedSumJob};
@@ -21,3 +22,4 @@ pub use host::{HostInterface, Submission};
 pub use nand::{
     FILTER_BEAT_BYTES, MAX_FILTER_ROWS, Nand, NandCmd, NandDone, NandStatus, RowFilter,
 };
+pub use parts::Parts;
