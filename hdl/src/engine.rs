@@ -104,103 +104,10 @@ use crate::{ArgTopK, AttentionKernel, NfcFilter, argtopk};
 pub const SYNTH_CHANNELS: usize = 4;
 /// Kernel lanes.
 pub const LANES: usize = 8;
-/// The ID register.
-pub const ID: u32 = 0x4943_5344;
-/// The VERSION register.
-pub const VERSION: u32 = 0x0001_0000;
-/// AXI byte-address bits.
-pub const ADDR_BITS: usize = 12;
-
-/// Register byte addresses.
-pub mod reg {
-    /// ID.
-    pub const ID: u32 = 0x000;
-    /// VERSION.
-    pub const VERSION: u32 = 0x004;
-    /// CONFIG.
-    pub const CONFIG: u32 = 0x008;
-    /// CTRL.
-    pub const CTRL: u32 = 0x010;
-    /// STATUS.
-    pub const STATUS: u32 = 0x014;
-    /// ARGTOPK_K.
-    pub const ARGTOPK_K: u32 = 0x040;
-    /// Kernel k's D.
-    pub const fn k_d(k: u32) -> u32 {
-        0x020 + 0x10 * k
-    }
-    /// Kernel k's S.
-    pub const fn k_s(k: u32) -> u32 {
-        0x024 + 0x10 * k
-    }
-    /// Kernel k's SCALE.
-    pub const fn k_scale(k: u32) -> u32 {
-        0x028 + 0x10 * k
-    }
-    /// Channel c's ROWS.
-    pub const fn rows(c: u32) -> u32 {
-        0x400 + 0x40 * c
-    }
-    /// Channel c's ROW_LEN.
-    pub const fn row_len(c: u32) -> u32 {
-        0x404 + 0x40 * c
-    }
-    /// Channel c's KEEP.
-    pub const fn keep(c: u32) -> u32 {
-        0x408 + 0x40 * c
-    }
-    /// Channel c's ROUTE.
-    pub const fn route(c: u32) -> u32 {
-        0x40C + 0x40 * c
-    }
-    /// Channel c's mask word w, low half.
-    pub const fn mask_lo(c: u32, w: u32) -> u32 {
-        0x420 + 0x40 * c + 8 * w
-    }
-    /// Channel c's mask word w, high half (commits the word).
-    pub const fn mask_hi(c: u32, w: u32) -> u32 {
-        0x424 + 0x40 * c + 8 * w
-    }
-}
-
-/// CTRL and STATUS bits.
-pub mod bit {
-    /// CTRL: start kernel k.
-    pub const fn k_start(k: u32) -> u32 {
-        1 << k
-    }
-    /// CTRL: start the argtopk unit.
-    pub const TOPK_START: u32 = 1 << 4;
-    /// CTRL: route channel c to the started kernel.
-    pub const fn channel(c: u32) -> u32 {
-        1 << (8 + c)
-    }
-    /// CTRL: soft reset.
-    pub const SOFT_RESET: u32 = 1 << 31;
-    /// STATUS: kernel k busy.
-    pub const fn k_busy(k: u32) -> u32 {
-        1 << k
-    }
-    /// STATUS: kernel k done (sticky).
-    pub const fn k_done(k: u32) -> u32 {
-        1 << (2 + k)
-    }
-    /// STATUS: kernel k takes value rows.
-    pub const fn k_vready(k: u32) -> u32 {
-        1 << (4 + k)
-    }
-    /// STATUS: argtopk busy.
-    pub const TOPK_BUSY: u32 = 1 << 8;
-    /// STATUS: argtopk done (sticky).
-    pub const TOPK_DONE: u32 = 1 << 9;
-    /// STATUS: some kernel is idle.
-    pub const IDLE_VALID: u32 = 1 << 12;
-    /// STATUS: the lowest idle kernel.
-    pub const IDLE_KERNEL: u32 = 1 << 13;
-    /// STATUS: a START hit a busy kernel, or a kernel was fed a short beat
-    /// (sticky).
-    pub const ERR: u32 = 1 << 16;
-}
+// The register map (addresses, CTRL/STATUS bits, ID, VERSION, address
+// width) lives in `engine-regs`, shared with the board drivers; the table
+// above is its documentation.
+pub use engine_regs::{ADDR_BITS, ID, VERSION, bit, reg};
 
 /// The engine top level with `CH` channels; see the module docs.
 #[derive(LogicBlock)]

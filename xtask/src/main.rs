@@ -4,13 +4,21 @@
 //!   the OpenSSD boards (`armv7a-none-eabi`: Cosmos+ Cortex-A9,
 //!   `aarch64-unknown-none`: Daisyplus Cortex-A53).
 //! - `cargo xtask ci` — what CI runs: formatting, clippy, the test suite
-//!   (the README's test command), the firmware cross-builds, and the
+//!   (the README's test command), the firmware cross-builds (the no_std
+//!   crates, both OpenSSD board images, the C ABI for
+//!   `x86_64-unknown-none`), both QEMU boards' end-to-end tests, and the
 //!   engine's Verilog generation and lint.
 //! - `cargo xtask hdl <gen|lint|sim|synth>` — the engine's Verilog: see
 //!   [`hdl`].
+//! - `cargo xtask qemu --board zynqmp|zynq7000 [--test]` — the firmware
+//!   under QEMU: see [`qemu`].
+//! - `cargo xtask flash --board daisyplus|cosmos-plus` — what a real board
+//!   needs, and the vendor tools where present: see [`flash`].
 #![forbid(unsafe_code)]
 
+mod flash;
 mod hdl;
+mod qemu;
 
 use std::process::{Command, ExitCode};
 
@@ -34,6 +42,12 @@ fn cargo(args: &[&str]) -> Result<(), String> {
     }
 }
 
+/// The real boards' images: (package, target).
+const BOARD_IMAGES: [(&str, &str); 2] = [
+    ("board-daisyplus", "aarch64-unknown-none"),
+    ("board-cosmos-plus", "armv7a-none-eabi"),
+];
+
 fn firmware() -> Result<(), String> {
     for target in FIRMWARE_TARGETS {
         let mut args = vec!["build", "--release", "--target", target];
@@ -42,7 +56,21 @@ fn firmware() -> Result<(), String> {
         }
         cargo(&args)?;
     }
-    Ok(())
+    for (package, target) in BOARD_IMAGES {
+        cargo(&["build", "--release", "-p", package, "--target", target])?;
+        cargo(&[
+            "clippy", "-p", package, "--target", target, "--", "-D", "warnings",
+        ])?;
+    }
+    // The C ABI as an emulator's kernel module would link it.
+    cargo(&[
+        "build",
+        "--release",
+        "-p",
+        "instcsd-cabi",
+        "--target",
+        "x86_64-unknown-none",
+    ])
 }
 
 fn ci() -> Result<(), String> {
@@ -57,6 +85,9 @@ fn ci() -> Result<(), String> {
     ])?;
     cargo(&["test", "--workspace"])?;
     firmware()?;
+    for board in ["zynqmp", "zynq7000"] {
+        qemu::test(board)?;
+    }
     // The engine's Verilog: generated (by `lint` itself) and linted; the
     // co-simulation runs inside the test suite when iverilog is installed.
     hdl::main(Some("lint"))
@@ -68,7 +99,9 @@ fn main() -> ExitCode {
         Some("firmware") => firmware(),
         Some("ci") => ci(),
         Some("hdl") => hdl::main(std::env::args().nth(2).as_deref()),
-        _ => Err("usage: cargo xtask <firmware|ci|hdl>".into()),
+        Some("flash") => flash::main(&std::env::args().skip(2).collect::<Vec<_>>()),
+        Some("qemu") => qemu::main(&std::env::args().skip(2).collect::<Vec<_>>()),
+        _ => Err("usage: cargo xtask <firmware|ci|hdl|qemu|flash>".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,94 @@
+//! The device core on the Cosmos+ board assembled from models of its
+//! hardware: a host's Identify goes in through the NVMe controller's
+//! command FIFO, the core serves it, the data comes out through the direct
+//! DMA engine at the host's PRP address, and the completion goes
+//! back through the completion FIFO by command slot.
+
+use board_cosmos_plus::board::{Hardware, assemble, config};
+use board_openssd::clock::Ticks;
+use board_openssd::fake::{NvmeModel, Plain, Recorder, RegisterModel, SharedMem};
+use board_openssd::flash::slots;
+use board_openssd::nvme::regs::COSMOS_PLUS;
+use firmware::{Device, Progress};
+use proto::Status;
+
+/// Host memory below 32 GiB: the Cosmos+ controller carries 36-bit
+/// addresses.
+const HOST: u64 = 0x8_0000_0000 - 0x1_0000;
+
+/// The board's register windows: the NVMe controller model or plain
+/// registers (NAND controllers, engine).
+enum Model {
+    Nvme(Box<NvmeModel>),
+    Plain(Plain),
+}
+
+impl RegisterModel for Model {
+    fn read(&mut self, offset: usize) -> u32 {
+        match self {
+            Model::Nvme(m) => m.read(offset),
+            Model::Plain(p) => p.read(offset),
+        }
+    }
+
+    fn write(&mut self, offset: usize, value: u32) {
+        match self {
+            Model::Nvme(m) => m.write(offset, value),
+            Model::Plain(p) => p.write(offset, value),
+        }
+    }
+}
+
+struct Counter(u64);
+impl Ticks for Counter {
+    fn ticks(&mut self) -> u64 {
+        self.0 += 1;
+        self.0
+    }
+    fn hz(&self) -> u64 {
+        333_333_343
+    }
+}
+
+#[test]
+fn identify_is_served_end_to_end() {
+    let bounce = SharedMem::new(0x1000_0000, 0x1_0000);
+    let mut nvme = NvmeModel::new(&COSMOS_PLUS, HOST, 0x4000, bounce.clone());
+    nvme.enable();
+    let mut sqe = proto::identify_controller();
+    sqe.set_cid(0x42);
+    sqe.prp1 = HOST + 0x1000;
+    nvme.submit(0, 100, &sqe);
+
+    let plain = || Recorder::new(Model::Plain(Plain::default()));
+    let hw = Hardware {
+        nvme: Recorder::new(Model::Nvme(Box::new(nvme))),
+        nsc: (0..8).map(|_| plain()).collect(),
+        engine: plain(),
+        host_bounce: bounce,
+        nand_buffers: SharedMem::new(0x1010_0000, slots::window_bytes(64)),
+        counter: Counter(0),
+    };
+    let mut board = assemble(hw).expect("board");
+    let cfg = config(&mut board);
+    let mut device = Device::new(board, cfg).expect("device core");
+    assert_eq!(device.poll().expect("poll"), Progress::Served);
+    assert_eq!(device.poll().expect("poll"), Progress::Idle);
+
+    let Model::Nvme(m) = &device.board_mut().host.regs_mut().model else {
+        panic!("the NVMe window holds the controller model");
+    };
+    // One completion, for slot 100, successful.
+    assert_eq!(m.completions.len(), 1);
+    let (slot, kind, field, _) = m.completions[0];
+    assert_eq!((slot, kind), (100, 1));
+    assert_eq!(Status::from_field(field >> 1), Status::SUCCESS);
+    // The Identify data reached the host: 4096 bytes, model number at 24.
+    assert_eq!(
+        m.ran.iter().filter(|r| r.0).map(|r| r.2).sum::<usize>(),
+        4096
+    );
+    let data = m.host_at(HOST + 0x1000, 4096);
+    assert!(data[24..64].starts_with(b"InstCSD Cosmos+ OpenSSD"));
+    assert_eq!(&data[0..2], &0x1d1du16.to_le_bytes(), "vendor id");
+}
