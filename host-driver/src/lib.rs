@@ -9,10 +9,12 @@
 //! | [`backend`] | the model-facing [`backend::AttentionBackend`]: in-storage or host reference |
 //! | [`npy`] | NumPy `.npy` files (the CLI's array format) |
 //! | [`run`] | the CLI's jobs as library functions: attend, demo, bench |
+//! | [`cost`] | the paper's systems in a cost model, the CSD side measured on the simulated board |
 #![forbid(unsafe_code)]
 
 pub mod array;
 pub mod backend;
+pub mod cost;
 pub mod csd;
 pub mod measure;
 pub mod npy;

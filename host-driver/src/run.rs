@@ -18,6 +18,7 @@
 pub mod attend;
 pub mod bench;
 pub mod bench_model;
+pub mod bench_paper;
 pub mod demo;
 pub mod eval;
 pub mod generate;

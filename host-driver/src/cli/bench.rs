@@ -10,6 +10,25 @@ pub enum Command {
     Attend(AttendArgs),
     /// The real model: prefill and decode tokens/s (wall), host dense vs simulated CSD.
     Model(ModelArgs),
+    /// InstInfer's evaluation (OPT-13B) in the cost model, the CSD side simulated: CSVs and PNGs.
+    Paper(PaperArgs),
+}
+
+/// Arguments of `bench paper`.
+#[derive(Debug, clap::Args)]
+pub struct PaperArgs {
+    /// Figure: all, throughput, breakdown, csds, compression or channels.
+    #[arg(long, default_value = "all")]
+    figure: String,
+    /// Output folder for the CSVs and PNGs.
+    #[arg(long, default_value = "target/bench-paper")]
+    out: std::path::PathBuf,
+    /// Sequences decoded together in each simulated CSD point.
+    #[arg(long, default_value_t = 2)]
+    seqs: usize,
+    /// Simulate only the shortest and longest context (a quick smoke run).
+    #[arg(long)]
+    quick: bool,
 }
 
 /// Arguments of `bench model`.
@@ -54,6 +73,30 @@ pub struct AttendArgs {
 
 pub fn run(c: Command) -> Result<(), RunError> {
     match c {
+        Command::Paper(a) => {
+            use host_driver::run::bench_paper::{Figure, PaperParams, run_paper};
+            let figures = if a.figure == "all" {
+                Figure::ALL.to_vec()
+            } else {
+                vec![Figure::parse(&a.figure).ok_or_else(|| {
+                    RunError::Input(format!(
+                        "--figure {}: not all, throughput, breakdown, csds, compression or channels",
+                        a.figure
+                    ))
+                })?]
+            };
+            let mut p = PaperParams {
+                figures,
+                out: a.out,
+                seqs: a.seqs,
+                ..PaperParams::default()
+            };
+            if a.quick {
+                p.contexts = vec![1024, 2048];
+            }
+            print!("{}", run_paper(&p)?);
+            Ok(())
+        }
         Command::Model(a) => {
             let model = super::model::load(a.model.as_deref())?;
             let p = host_driver::run::bench_model::ModelBenchParams {

@@ -144,3 +144,94 @@ pub fn plot(rows: &[EvalRow], path: &Path) -> Result<(), RunError> {
     root.present().map_err(|e| out_err(path, e))?;
     Ok(())
 }
+
+/// One line of a [`lines`] chart: its name and points.
+pub type Series = (String, Vec<(f64, f64)>);
+
+/// A line chart of `series` into a PNG at `path`, with a log₂ x axis when
+/// `log2_x` and a log₁₀ y axis when `log10_y`.
+pub fn lines(
+    path: &Path,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+    log2_x: bool,
+    log10_y: bool,
+) -> Result<(), RunError> {
+    load_font(path)?;
+    let tx = |x: f64| if log2_x { x.log2() } else { x };
+    let ty = |y: f64| if log10_y { y.max(1e-12).log10() } else { y };
+    let pts = series.iter().flat_map(|(_, p)| p.iter());
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+    for &(x, y) in pts {
+        x0 = x0.min(tx(x));
+        x1 = x1.max(tx(x));
+        y0 = y0.min(ty(y));
+        y1 = y1.max(ty(y));
+    }
+    if x0 > x1 {
+        return Err(out_err(path, "nothing to plot"));
+    }
+    let (xpad, ypad) = ((x1 - x0).max(1e-9) * 0.05, (y1 - y0).max(1e-9) * 0.1);
+    let y_base = if log10_y { y0 - ypad } else { y0.min(0.0) };
+    let root = BitMapBackend::new(path, (900, 600)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| out_err(path, e))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 24))
+        .margin(20)
+        .x_label_area_size(50)
+        .y_label_area_size(80)
+        .build_cartesian_2d(x0 - xpad..x1 + xpad, y_base..y1 + ypad)
+        .map_err(|e| out_err(path, e))?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .x_label_formatter(&|x| {
+            if log2_x {
+                format!("{:.0}", 2f64.powf(*x))
+            } else {
+                format!("{x:.0}")
+            }
+        })
+        .y_label_formatter(&|y| {
+            let v = if log10_y { 10f64.powf(*y) } else { *y };
+            if v.abs() >= 100.0 {
+                format!("{v:.0}")
+            } else {
+                format!("{v:.2}")
+            }
+        })
+        .draw()
+        .map_err(|e| out_err(path, e))?;
+    let colors = [
+        RED,
+        BLUE,
+        GREEN,
+        MAGENTA,
+        CYAN,
+        BLACK,
+        RGBColor(230, 140, 0),
+    ];
+    for (i, (name, pts)) in series.iter().enumerate() {
+        let c = colors[i % colors.len()];
+        let p: Vec<(f64, f64)> = pts.iter().map(|&(x, y)| (tx(x), ty(y))).collect();
+        chart
+            .draw_series(LineSeries::new(p.clone(), c.stroke_width(2)))
+            .map_err(|e| out_err(path, e))?
+            .label(name.clone())
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], c.stroke_width(3)));
+        chart
+            .draw_series(p.iter().map(|&xy| Circle::new(xy, 4, c.filled())))
+            .map_err(|e| out_err(path, e))?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()
+        .map_err(|e| out_err(path, e))?;
+    root.present().map_err(|e| out_err(path, e))
+}

@@ -185,3 +185,46 @@ fn small_bench_prints_host_dense_and_sparf_per_dim_group() {
         2
     );
 }
+
+/// `bench paper` end to end at its smallest: every figure's CSV and PNG
+/// are written and the report compares with the paper's numbers.
+#[test]
+fn bench_paper_smoke_writes_every_figure() {
+    use super::bench_paper::{Figure, PaperParams, run_paper};
+    if super::plot::lines(
+        &std::env::temp_dir().join("instinfer-font-probe.png"),
+        "probe",
+        "x",
+        "y",
+        &[("a".into(), vec![(1.0, 1.0), (2.0, 2.0)])],
+        false,
+        false,
+    )
+    .is_err()
+    {
+        eprintln!("note: no TrueType font; skipping the bench paper smoke");
+        return;
+    }
+    let out = std::env::temp_dir().join(format!("instinfer-bench-paper-{}", std::process::id()));
+    let p = PaperParams {
+        out: out.clone(),
+        seqs: 1,
+        contexts: vec![1024, 2048],
+        ..PaperParams::default()
+    };
+    let report = run_paper(&p).expect("bench paper");
+    for f in Figure::ALL {
+        for ext in ["csv", "png"] {
+            let path = out.join(format!("{}.{ext}", f.name()));
+            assert!(path.is_file(), "{} missing", path.display());
+        }
+    }
+    assert!(report.contains("paper 6.85x"), "{report}");
+    assert!(
+        report.contains("% of the aggregate channel bandwidth"),
+        "{report}"
+    );
+    let csv = std::fs::read_to_string(out.join("throughput.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 7 * 5, "7 batches × 5 systems");
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -1,0 +1,22 @@
+//! The paper's system in a cost model: how fast OPT-13B decodes on one
+//! A6000 when its KV cache lives on an SSD (FlexGen, FlexGen + SparQ), in
+//! host memory (DeepSpeed-style), or in computational SSDs (InstInfer,
+//! dense and SparF).
+//!
+//! | module | owns |
+//! | --- | --- |
+//! | [`hw`] | the hardware and the model shape, every parameter with its source |
+//! | [`csd`] | the CSD side: measured by running the firmware, FTL and the simulated board's timing on OPT-13B-shaped commands (never a formula) |
+//! | [`systems`] | the host side of each system: GPU, PCIe, SSD, host memory, with FlexGen's load/compute/store overlap |
+//!
+//! Figures from the model are *modelled*; figures from [`csd`] are
+//! *simulated* (virtual device time); nothing here is a wall-clock
+//! measurement of the systems compared.
+
+pub mod csd;
+pub mod hw;
+pub mod systems;
+
+pub use csd::{CsdPoint, CsdProfile, profile_csd};
+pub use hw::{Hardware, ModelShape, Param};
+pub use systems::{StepTime, System, Workload, throughput};

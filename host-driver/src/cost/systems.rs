@@ -1,0 +1,348 @@
+//! The systems compared, on the host side: where the KV cache lives, what
+//! each decode step moves over which link, and how the moves overlap GPU
+//! compute. The CSD's own time comes from [`super::csd`], measured.
+//!
+//! Per decode step of batch b at context s (every formula below is the
+//! model, not a measurement):
+//!
+//! - GPU, non-attention work: `max(2·P·b / (F·e), W / B_gpu)` (P
+//!   parameters, F fp16 rate, e efficiency, W weight bytes, B_gpu memory
+//!   bandwidth): a small batch is bound by reading the weights.
+//! - **FlexGen**: all KV of the step comes from the SSD through host
+//!   memory to the GPU at `min(SSD read, PCIe Gen4 x4, PCIe Gen4 x16)`, the
+//!   new token's KV goes back at the SSD's write rate; load, compute and
+//!   store overlap (FlexGen's zig-zag schedule), so the step is the
+//!   largest of the three. Batch is capped at 64: the paper reports
+//!   FlexGen out of GPU memory at 128 (taken from the paper, not modelled).
+//! - **FlexGen + SparQ** at compression c: SparQ reads r = c·d dims of K
+//!   for every token and then k = c·s/2 whole K and V rows; on the SSD's
+//!   token-major layout the r dims of a token cost its whole K row, so a
+//!   step reads `s·d + 2·k·d` values per head instead of `2·s·d`.
+//! - **DeepSpeed** (ZeRO-inference style): KV in host memory, fetched over
+//!   PCIe Gen4 x16 layer by layer, overlapped with compute. When the
+//!   batch's KV at the end of generation exceeds the host memory left for
+//!   it, the excess is read through swap at the swap rate: the cliff.
+//! - **InstInfer**: attention runs in the CSDs (KV heads split evenly);
+//!   the GPU sends q and the new KV and gets the outputs over the CSDs'
+//!   PCIe Gen3 x4 links (peer to peer). The GPU and the CSDs work on two
+//!   sub-batches in turn (InstInfer's pipeline), so the shorter side hides
+//!   behind the longer one but for half of it: `max(g, c) + min(g, c)/2`.
+//!
+//! Prefill: GPU compute `2·P·b·prompt / (F·e)`; the prompt's KV goes to the
+//! KV store (SSD at its write rate, host memory over PCIe, or the CSDs'
+//! measured append time), overlapped layer by layer with compute.
+//!
+//! Throughput = b · output tokens / (prefill + Σ decode steps), the steps
+//! taken at 16 context lengths across the output and averaged.
+
+use super::csd::CsdProfile;
+use super::hw::{Hardware, ModelShape};
+
+/// FlexGen's largest batch (the paper: out of GPU memory at 128).
+pub const FLEXGEN_MAX_BATCH: usize = 64;
+/// Sub-batches InstInfer's pipeline alternates between GPU and CSDs.
+pub const SUB_BATCHES: f64 = 2.0;
+
+/// A system of the comparison.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum System {
+    /// KV in host memory (DeepSpeed-style).
+    DeepSpeed,
+    /// KV on one SSD (FlexGen).
+    FlexGen,
+    /// FlexGen with SparQ at this compression.
+    FlexGenSparq(f64),
+    /// KV and attention in `csds` CSDs; SparF at a compression or dense.
+    InstInfer {
+        /// `None` dense.
+        compression: Option<f64>,
+        /// CSDs sharing the heads.
+        csds: usize,
+    },
+}
+
+impl System {
+    /// A short name for tables and plots.
+    pub fn name(&self) -> String {
+        match self {
+            Self::DeepSpeed => "DeepSpeed".into(),
+            Self::FlexGen => "FlexGen".into(),
+            Self::FlexGenSparq(c) => format!("FlexGen-SparQ 1/{}", (1.0 / c).round()),
+            Self::InstInfer { compression, csds } => {
+                let n = if *csds > 1 {
+                    format!("-{csds}")
+                } else {
+                    String::new()
+                };
+                match compression {
+                    None => format!("InstI{n}"),
+                    Some(c) => format!("InstI{n}-SparF 1/{}", (1.0 / c).round()),
+                }
+            }
+        }
+    }
+}
+
+/// The job: batch, prompt and output tokens per sequence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Workload {
+    /// Sequences decoded together.
+    pub batch: usize,
+    /// Prompt tokens.
+    pub prompt: usize,
+    /// Generated tokens.
+    pub output: usize,
+}
+
+/// One decode step, split.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StepTime {
+    /// GPU compute (s).
+    pub compute_s: f64,
+    /// KV access: moving or reading the KV the step needs (s).
+    pub kv_s: f64,
+    /// The step, with overlap (s).
+    pub total_s: f64,
+}
+
+/// A whole job.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct JobTime {
+    /// Tokens generated per second (0 when infeasible).
+    pub tokens_per_s: f64,
+    /// Prefill (s).
+    pub prefill_s: f64,
+    /// All decode steps (s).
+    pub decode_s: f64,
+    /// KV access summed over the decode steps (s).
+    pub kv_s: f64,
+    /// GPU compute summed over the decode steps (s).
+    pub compute_s: f64,
+    /// The system cannot run this batch (FlexGen's GPU memory limit).
+    pub infeasible: bool,
+}
+
+impl JobTime {
+    /// KV access's share of KV access + compute in the decode.
+    pub fn kv_share(&self) -> f64 {
+        self.kv_s / (self.kv_s + self.compute_s).max(f64::MIN_POSITIVE)
+    }
+}
+
+fn gpu_step(hw: &Hardware, m: &ModelShape, b: usize) -> f64 {
+    let flops = 2.0 * m.params * b as f64 / (hw.gpu_flops.value * hw.gpu_efficiency.value);
+    flops.max(m.weight_bytes() / hw.gpu_mem_bw.value)
+}
+
+/// One decode step of `sys` at batch `b` and context `s`; `None` if the
+/// CSD profile lacks the point.
+pub fn step(
+    sys: System,
+    hw: &Hardware,
+    m: &ModelShape,
+    csd: &CsdProfile,
+    b: usize,
+    s: usize,
+    w: &Workload,
+) -> Option<StepTime> {
+    let g = gpu_step(hw, m, b);
+    let kv_all = b as f64 * s as f64 * m.kv_bytes_per_token();
+    let new_kv = b as f64 * m.kv_bytes_per_token();
+    let ssd_path = hw
+        .ssd_read
+        .value
+        .min(hw.pcie_ssd.value)
+        .min(hw.pcie_gpu.value);
+    Some(match sys {
+        System::FlexGen | System::FlexGenSparq(_) => {
+            let bytes = match sys {
+                System::FlexGenSparq(c) => {
+                    let k = (c / 2.0 * s as f64).max(1.0);
+                    kv_all / 2.0 + 2.0 * k / s as f64 * kv_all / 2.0
+                }
+                _ => kv_all,
+            };
+            let load = bytes / ssd_path;
+            let store = new_kv / hw.ssd_write.value;
+            StepTime {
+                compute_s: g,
+                kv_s: load + store,
+                total_s: g.max(load).max(store),
+            }
+        }
+        System::DeepSpeed => {
+            let end_kv = b as f64 * (w.prompt + w.output) as f64 * m.kv_bytes_per_token();
+            let spilled = (end_kv - hw.host_kv_capacity.value).max(0.0) / end_kv;
+            let kv =
+                kv_all * (1.0 - spilled) / hw.pcie_gpu.value + kv_all * spilled / hw.swap_bw.value;
+            StepTime {
+                compute_s: g,
+                kv_s: kv,
+                total_s: g.max(kv),
+            }
+        }
+        System::InstInfer { compression, csds } => {
+            let heads = m.heads.div_ceil(csds.max(1));
+            let per_seq_layer = csd.at(heads, compression, s, |p| p.decode_s_per_seq())?;
+            let attn = per_seq_layer * (m.layers * b) as f64;
+            // q (fp16) and the new K, V (fp16) in, outputs (Q14 i32) out,
+            // over each CSD's own link.
+            let per_head = (m.head_dim as f64) * (2.0 + 4.0 + 4.0);
+            let link = (b * m.layers * heads) as f64 * per_head / hw.pcie_csd.value;
+            let c = attn + link;
+            StepTime {
+                compute_s: g,
+                kv_s: c,
+                total_s: g.max(c) + g.min(c) / SUB_BATCHES,
+            }
+        }
+    })
+}
+
+fn prefill(
+    sys: System,
+    hw: &Hardware,
+    m: &ModelShape,
+    csd: &CsdProfile,
+    w: &Workload,
+) -> Option<f64> {
+    let b = w.batch as f64;
+    let compute =
+        2.0 * m.params * b * w.prompt as f64 / (hw.gpu_flops.value * hw.gpu_efficiency.value);
+    let kv = b * w.prompt as f64 * m.kv_bytes_per_token();
+    let store = match sys {
+        System::FlexGen | System::FlexGenSparq(_) => kv / hw.ssd_write.value,
+        System::DeepSpeed => kv / hw.pcie_gpu.value,
+        System::InstInfer { compression, csds } => {
+            let heads = m.heads.div_ceil(csds.max(1));
+            let per = csd.at(heads, compression, w.prompt, |p| p.append_s_per_seq())?;
+            per * (m.layers * w.batch) as f64
+        }
+    };
+    Some(compute.max(store))
+}
+
+/// Context lengths the decode is sampled at.
+const STEP_SAMPLES: usize = 16;
+
+/// The whole job of `sys` on `w`; `None` if the CSD profile lacks a point.
+pub fn throughput(
+    sys: System,
+    hw: &Hardware,
+    m: &ModelShape,
+    csd: &CsdProfile,
+    w: &Workload,
+) -> Option<JobTime> {
+    if matches!(sys, System::FlexGen | System::FlexGenSparq(_)) && w.batch > FLEXGEN_MAX_BATCH {
+        return Some(JobTime {
+            infeasible: true,
+            ..JobTime::default()
+        });
+    }
+    let pre = prefill(sys, hw, m, csd, w)?;
+    let (mut total, mut kv, mut compute) = (0.0, 0.0, 0.0);
+    for i in 0..STEP_SAMPLES {
+        let s = w.prompt + (w.output * (2 * i + 1)) / (2 * STEP_SAMPLES);
+        let st = step(sys, hw, m, csd, w.batch, s, w)?;
+        total += st.total_s;
+        kv += st.kv_s;
+        compute += st.compute_s;
+    }
+    let scale = w.output as f64 / STEP_SAMPLES as f64;
+    let decode = total * scale;
+    Some(JobTime {
+        tokens_per_s: (w.batch * w.output) as f64 / (pre + decode),
+        prefill_s: pre,
+        decode_s: decode,
+        kv_s: kv * scale,
+        compute_s: compute * scale,
+        infeasible: false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cost::csd::CsdPoint;
+
+    fn profile(decode_ns: u64) -> CsdProfile {
+        let pt = |s| CsdPoint {
+            heads: 40,
+            s,
+            compression: None,
+            seqs: 2,
+            append_ns: 1_000_000,
+            decode_ns: decode_ns * s as u64 / 1024,
+            channel_bus_bytes: 0,
+            bus_busy_ns: 0,
+            engine_busy_ns: 0,
+            pages_read: 0,
+            channels: 8,
+            channel_bytes_per_s: 1.4e9,
+        };
+        CsdProfile {
+            points: vec![pt(1024), pt(2048)],
+        }
+    }
+
+    const W: Workload = Workload {
+        batch: 64,
+        prompt: 1024,
+        output: 1024,
+    };
+
+    #[test]
+    fn flexgen_is_bound_by_the_ssd_and_capped_at_64() {
+        let (hw, m) = (Hardware::default(), ModelShape::OPT_13B);
+        let p = profile(1_000_000);
+        let st = step(System::FlexGen, &hw, &m, &p, 64, 1536, &W).unwrap();
+        // 64 × 1536 × 800 KiB at 7 GB/s ≈ 11.5 s, far above the GPU's 34 ms.
+        assert!(st.kv_s > 10.0 && st.kv_s < 13.0, "{st:?}");
+        // Load, compute and store overlap: the step is the load.
+        assert!(
+            st.total_s < st.kv_s && st.total_s > 0.99 * st.kv_s,
+            "{st:?}"
+        );
+        let big = Workload { batch: 128, ..W };
+        assert!(
+            throughput(System::FlexGen, &hw, &m, &p, &big)
+                .unwrap()
+                .infeasible
+        );
+    }
+
+    #[test]
+    fn sparq_reads_less_than_dense_but_more_than_its_compression() {
+        let (hw, m) = (Hardware::default(), ModelShape::OPT_13B);
+        let p = profile(1_000_000);
+        let dense = step(System::FlexGen, &hw, &m, &p, 64, 2048, &W).unwrap();
+        let sparq = step(System::FlexGenSparq(0.125), &hw, &m, &p, 64, 2048, &W).unwrap();
+        let ratio = sparq.kv_s / dense.kv_s;
+        assert!(ratio > 0.5 && ratio < 0.6, "{ratio}");
+    }
+
+    #[test]
+    fn deepspeed_falls_off_a_cliff_when_kv_spills() {
+        let (hw, m) = (Hardware::default(), ModelShape::OPT_13B);
+        let p = profile(1_000_000);
+        let t = |b| {
+            throughput(System::DeepSpeed, &hw, &m, &p, &Workload { batch: b, ..W })
+                .unwrap()
+                .tokens_per_s
+        };
+        assert!(t(16) > 5.0 * t(32), "{} vs {}", t(16), t(32));
+    }
+
+    #[test]
+    fn instinfer_follows_the_measured_csd_time() {
+        let (hw, m) = (Hardware::default(), ModelShape::OPT_13B);
+        let sys = System::InstInfer {
+            compression: None,
+            csds: 1,
+        };
+        let slow = throughput(sys, &hw, &m, &profile(4_000_000), &W).unwrap();
+        let fast = throughput(sys, &hw, &m, &profile(1_000_000), &W).unwrap();
+        assert!(fast.tokens_per_s > 2.0 * slow.tokens_per_s);
+        assert!(step(sys, &hw, &m, &CsdProfile::default(), 64, 1024, &W).is_none());
+    }
+}

@@ -1,0 +1,522 @@
+//! `instinfer bench paper`: InstInfer's evaluation (OPT-13B, 1024 + 1024
+//! tokens, one A6000) in the cost model of [`crate::cost`], with the CSD
+//! side simulated. Each figure writes a CSV and a PNG into the output
+//! folder and prints the paper's number next to ours with the ratio.
+//!
+//! Wall time here is only the time the simulation takes; every time in the
+//! figures is modelled (host side) or virtual (the simulated CSD).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::plot::{Series, lines};
+use super::{RunError, input};
+use crate::cost::csd::{CsdSpec, profile_csd};
+use crate::cost::systems::{JobTime, System, Workload, throughput};
+use crate::cost::{CsdProfile, Hardware, ModelShape};
+
+/// Which figure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Figure {
+    /// Throughput vs batch size, every system.
+    Throughput,
+    /// Decode time split into KV access and compute, batch 64.
+    Breakdown,
+    /// One, two and twenty CSDs.
+    Csds,
+    /// SparF compression 1/2 … 1/16.
+    Compression,
+    /// Flash channel utilization during decode attention.
+    Channels,
+}
+
+impl Figure {
+    /// Every figure.
+    pub const ALL: [Figure; 5] = [
+        Figure::Throughput,
+        Figure::Breakdown,
+        Figure::Csds,
+        Figure::Compression,
+        Figure::Channels,
+    ];
+
+    /// Its name (file stem and CLI value).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Throughput => "throughput",
+            Self::Breakdown => "breakdown",
+            Self::Csds => "csds",
+            Self::Compression => "compression",
+            Self::Channels => "channels",
+        }
+    }
+
+    /// By name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|f| f.name() == s)
+    }
+}
+
+/// Parameters of `bench paper`.
+#[derive(Clone, Debug)]
+pub struct PaperParams {
+    /// Figures to make.
+    pub figures: Vec<Figure>,
+    /// Output folder.
+    pub out: PathBuf,
+    /// Sequences decoded together per simulated CSD point.
+    pub seqs: usize,
+    /// Flash page size of the simulated CSDs.
+    pub page_size: u32,
+    /// Context lengths simulated (sorted); the decode interpolates.
+    pub contexts: Vec<usize>,
+}
+
+impl Default for PaperParams {
+    fn default() -> Self {
+        Self {
+            figures: Figure::ALL.to_vec(),
+            out: PathBuf::from("target/bench-paper"),
+            seqs: 2,
+            page_size: 16384,
+            contexts: vec![1024, 1536, 2048],
+        }
+    }
+}
+
+/// The paper's workload at batch `b`.
+const fn workload(batch: usize) -> Workload {
+    Workload {
+        batch,
+        prompt: 1024,
+        output: 1024,
+    }
+}
+
+const BATCHES: [usize; 7] = [4, 8, 16, 32, 64, 128, 256];
+const SPARSE: f64 = 0.125;
+const COMPRESSIONS: [f64; 4] = [0.5, 0.25, 0.125, 0.0625];
+const CSD_COUNTS: [usize; 3] = [1, 2, 20];
+
+fn out_err(path: &Path, e: impl std::fmt::Display) -> RunError {
+    RunError::Output {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    }
+}
+
+fn write(path: &Path, text: &str) -> Result<(), RunError> {
+    std::fs::write(path, text).map_err(|e| out_err(path, e))
+}
+
+/// The CSD points the figures need.
+fn specs(p: &PaperParams, m: &ModelShape) -> Vec<CsdSpec> {
+    let mut v = Vec::new();
+    let mut add = |heads: usize, compression: Option<f64>, contexts: &[usize]| {
+        for &s in contexts {
+            let spec = CsdSpec {
+                heads,
+                s,
+                compression,
+            };
+            if !v.contains(&spec) {
+                v.push(spec);
+            }
+        }
+    };
+    let ends = [p.contexts[0], p.contexts[p.contexts.len() - 1]];
+    for f in &p.figures {
+        match f {
+            Figure::Throughput | Figure::Breakdown | Figure::Channels => {
+                add(m.heads, None, &p.contexts);
+                add(m.heads, Some(SPARSE), &p.contexts);
+                if *f == Figure::Breakdown {
+                    add(m.heads.div_ceil(2), None, &ends);
+                    add(m.heads.div_ceil(2), Some(SPARSE), &ends);
+                }
+            }
+            Figure::Csds => {
+                for n in CSD_COUNTS {
+                    add(m.heads.div_ceil(n), None, &ends);
+                    add(m.heads.div_ceil(n), Some(SPARSE), &ends);
+                }
+            }
+            Figure::Compression => {
+                add(m.heads, None, &ends);
+                for c in COMPRESSIONS {
+                    add(m.heads, Some(c), &ends);
+                }
+            }
+        }
+    }
+    v
+}
+
+struct Ctx<'a> {
+    hw: Hardware,
+    m: ModelShape,
+    csd: &'a CsdProfile,
+    out: &'a Path,
+    report: String,
+}
+
+impl Ctx<'_> {
+    fn job(&self, sys: System, batch: usize) -> Result<JobTime, RunError> {
+        throughput(sys, &self.hw, &self.m, self.csd, &workload(batch))
+            .ok_or_else(|| input(format!("no simulated CSD point for {}", sys.name())))
+    }
+
+    fn compare(&mut self, what: &str, paper: f64, ours: f64, unit: &str) {
+        let _ = writeln!(
+            self.report,
+            "  {what}: paper {paper:.2}{unit}, ours {ours:.2}{unit} (ours/paper {:.2})",
+            ours / paper
+        );
+    }
+
+    /// FlexGen's (or FlexGen-SparQ's) best throughput over its batches.
+    fn best(&self, sys: System) -> Result<f64, RunError> {
+        let mut best = 0.0f64;
+        for b in BATCHES {
+            let j = self.job(sys, b)?;
+            if !j.infeasible {
+                best = best.max(j.tokens_per_s);
+            }
+        }
+        Ok(best)
+    }
+}
+
+fn inst(compression: Option<f64>, csds: usize) -> System {
+    System::InstInfer { compression, csds }
+}
+
+fn fig_throughput(c: &mut Ctx<'_>) -> Result<(), RunError> {
+    let systems = [
+        System::DeepSpeed,
+        System::FlexGen,
+        System::FlexGenSparq(SPARSE),
+        inst(None, 1),
+        inst(Some(SPARSE), 1),
+    ];
+    let mut csv =
+        String::from("batch,system,tokens_per_s,prefill_s,decode_s,kv_share,infeasible\n");
+    let mut series: Vec<Series> = Vec::new();
+    for sys in systems {
+        let mut pts = Vec::new();
+        for b in BATCHES {
+            let j = c.job(sys, b)?;
+            let _ = writeln!(
+                csv,
+                "{b},{},{:.4},{:.3},{:.3},{:.4},{}",
+                sys.name(),
+                j.tokens_per_s,
+                j.prefill_s,
+                j.decode_s,
+                j.kv_share(),
+                j.infeasible
+            );
+            if !j.infeasible {
+                pts.push((b as f64, j.tokens_per_s));
+            }
+        }
+        series.push((sys.name(), pts));
+    }
+    write(&c.out.join("throughput.csv"), &csv)?;
+    lines(
+        &c.out.join("throughput.png"),
+        "OPT-13B, 1024+1024 tokens: throughput vs batch (modelled; CSD simulated)",
+        "batch size",
+        "tokens/s (log)",
+        &series,
+        true,
+        true,
+    )?;
+    let flex64 = c.job(System::FlexGen, 64)?.tokens_per_s;
+    let inst64 = c.job(inst(None, 1), 64)?.tokens_per_s;
+    let flex_best = c.best(System::FlexGen)?;
+    let sparf256 = c.job(inst(Some(SPARSE), 1), 256)?.tokens_per_s;
+    let _ = writeln!(c.report, "throughput (throughput.csv, throughput.png):");
+    c.compare(
+        "InstI / FlexGen, batch 64, dense",
+        6.85,
+        inst64 / flex64,
+        "x",
+    );
+    c.compare(
+        "InstI-SparF 1/8 batch 256 / FlexGen (its best batch)",
+        11.1,
+        sparf256 / flex_best,
+        "x",
+    );
+    let ds = |b| c.job(System::DeepSpeed, b).map(|j| j.tokens_per_s);
+    let (ds16, ds32) = (ds(16)?, ds(32)?);
+    c.compare(
+        "DeepSpeed batch 16 / batch 32 (the spill)",
+        32.6,
+        ds16 / ds32,
+        "x",
+    );
+    Ok(())
+}
+
+fn fig_breakdown(c: &mut Ctx<'_>) -> Result<(), RunError> {
+    let systems = [
+        (System::FlexGen, 98.9),
+        (inst(None, 1), 80.7),
+        (inst(None, 2), 76.4),
+        (System::FlexGenSparq(SPARSE), 92.4),
+        (inst(Some(SPARSE), 1), 82.3),
+        (inst(Some(SPARSE), 2), 74.0),
+    ];
+    let mut csv = String::from("system,kv_access_s,compute_s,kv_share_pct,paper_kv_share_pct\n");
+    let (mut ours, mut paper) = (Vec::new(), Vec::new());
+    let _ = writeln!(
+        c.report,
+        "decode breakdown at batch 64 (breakdown.csv, breakdown.png):"
+    );
+    for (i, (sys, p)) in systems.iter().enumerate() {
+        let j = c.job(*sys, 64)?;
+        let share = 100.0 * j.kv_share();
+        let _ = writeln!(
+            csv,
+            "{},{:.3},{:.3},{:.1},{p}",
+            sys.name(),
+            j.kv_s,
+            j.compute_s,
+            share
+        );
+        ours.push((i as f64, share));
+        paper.push((i as f64, *p));
+        c.compare(&format!("KV access share, {}", sys.name()), *p, share, "%");
+    }
+    let fg = c.job(System::FlexGen, 64)?.kv_s;
+    let dense = c.job(inst(None, 1), 64)?.kv_s;
+    let sparse = c.job(inst(Some(SPARSE), 1), 64)?.kv_s;
+    c.compare(
+        "KV access time cut vs FlexGen, InstI dense",
+        88.1,
+        100.0 * (1.0 - dense / fg),
+        "%",
+    );
+    c.compare(
+        "KV access time cut vs FlexGen, InstI-SparF",
+        94.0,
+        100.0 * (1.0 - sparse / fg),
+        "%",
+    );
+    write(&c.out.join("breakdown.csv"), &csv)?;
+    let names: Vec<String> = systems.iter().map(|(s, _)| s.name()).collect();
+    lines(
+        &c.out.join("breakdown.png"),
+        &format!(
+            "KV access share of decode, batch 64 (x: {})",
+            names.join(", ")
+        ),
+        "system (index, as in the title)",
+        "KV access share %",
+        &[("ours".into(), ours), ("paper".into(), paper)],
+        false,
+        false,
+    )
+}
+
+fn fig_csds(c: &mut Ctx<'_>) -> Result<(), RunError> {
+    let mut csv = String::from("csds,method,tokens_per_s_batch256\n");
+    let (mut dense_pts, mut sparse_pts) = (Vec::new(), Vec::new());
+    for n in CSD_COUNTS {
+        let d = c.job(inst(None, n), 256)?.tokens_per_s;
+        let s = c.job(inst(Some(SPARSE), n), 256)?.tokens_per_s;
+        let _ = writeln!(csv, "{n},dense,{d:.4}\n{n},sparf-1/8,{s:.4}");
+        dense_pts.push((n as f64, d));
+        sparse_pts.push((n as f64, s));
+    }
+    write(&c.out.join("csds.csv"), &csv)?;
+    lines(
+        &c.out.join("csds.png"),
+        "InstInfer with 1, 2, 20 CSDs, batch 256",
+        "CSDs",
+        "tokens/s (log)",
+        &[
+            ("InstI dense".into(), dense_pts.clone()),
+            ("InstI-SparF 1/8".into(), sparse_pts.clone()),
+        ],
+        true,
+        true,
+    )?;
+    let flex_best = c.best(System::FlexGen)?;
+    let sparq_best = c.best(System::FlexGenSparq(SPARSE))?;
+    let _ = writeln!(c.report, "CSDs (csds.csv, csds.png):");
+    c.compare(
+        "InstI-2 dense batch 256 / FlexGen best",
+        10.5,
+        dense_pts[1].1 / flex_best,
+        "x",
+    );
+    c.compare(
+        "InstI-2-SparF batch 256 / FlexGen-SparQ best",
+        3.11,
+        sparse_pts[1].1 / sparq_best,
+        "x",
+    );
+    c.compare(
+        "20 CSDs / 1, dense",
+        8.99,
+        dense_pts[2].1 / dense_pts[0].1,
+        "x",
+    );
+    c.compare(
+        "20 CSDs / 1, SparF",
+        7.29,
+        sparse_pts[2].1 / sparse_pts[0].1,
+        "x",
+    );
+    Ok(())
+}
+
+fn fig_compression(c: &mut Ctx<'_>) -> Result<(), RunError> {
+    let mut csv = String::from("compression,tokens_per_s_batch256\n");
+    let dense = c.job(inst(None, 1), 256)?.tokens_per_s;
+    let _ = writeln!(csv, "1,{dense:.4}");
+    let mut pts = vec![(1.0, dense)];
+    for comp in COMPRESSIONS {
+        let t = c.job(inst(Some(comp), 1), 256)?.tokens_per_s;
+        let _ = writeln!(csv, "{comp},{t:.4}");
+        pts.push((1.0 / comp, t));
+    }
+    write(&c.out.join("compression.csv"), &csv)?;
+    lines(
+        &c.out.join("compression.png"),
+        "InstI-SparF throughput vs KV compression, batch 256",
+        "1 / compression (1 = dense)",
+        "tokens/s",
+        &[("InstI-SparF".into(), pts.clone())],
+        true,
+        false,
+    )?;
+    let _ = writeln!(c.report, "compression (compression.csv, compression.png):");
+    let _ = writeln!(
+        c.report,
+        "  tokens/s at 1, 1/2, 1/4, 1/8, 1/16: {} (the paper's figure 17 has no single number to compare)",
+        pts.iter()
+            .map(|(_, t)| format!("{t:.1}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(())
+}
+
+fn fig_channels(c: &mut Ctx<'_>) -> Result<(), RunError> {
+    let mut csv = String::from(
+        "heads,s,method,seqs,decode_virtual_us,channel_utilization,fraction_of_channel_bw,engine_busy_fraction\n",
+    );
+    let mut lines_out = Vec::new();
+    for p in &c.csd.points {
+        let method = p.compression.map_or("dense".to_string(), |x| {
+            format!("sparf-1/{}", (1.0 / x).round())
+        });
+        let _ = writeln!(
+            csv,
+            "{},{},{method},{},{:.1},{:.4},{:.4},{:.4}",
+            p.heads,
+            p.s,
+            p.seqs,
+            p.decode_ns as f64 / 1e3,
+            p.channel_utilization(),
+            p.fraction_of_channel_bandwidth(),
+            p.engine_busy_ns as f64 / p.decode_ns.max(1) as f64
+        );
+        if p.heads == c.m.heads {
+            lines_out.push((method, p.s, p.fraction_of_channel_bandwidth()));
+        }
+    }
+    write(&c.out.join("channels.csv"), &csv)?;
+    let mut series: Vec<Series> = Vec::new();
+    for name in [
+        "dense".to_string(),
+        format!("sparf-1/{}", (1.0 / SPARSE).round()),
+    ] {
+        let pts: Vec<(f64, f64)> = lines_out
+            .iter()
+            .filter(|(m, _, _)| *m == name)
+            .map(|&(_, s, f)| (s as f64, 100.0 * f))
+            .collect();
+        if !pts.is_empty() {
+            series.push((name, pts));
+        }
+    }
+    lines(
+        &c.out.join("channels.png"),
+        "Channel bytes during decode attention, % of 8 x 1.4 GB/s (simulated)",
+        "context tokens",
+        "% of aggregate channel bandwidth",
+        &series,
+        false,
+        false,
+    )?;
+    let _ = writeln!(c.report, "flash channels (channels.csv, channels.png):");
+    for (m, s, f) in &lines_out {
+        let _ = writeln!(
+            c.report,
+            "  {m} at {s} tokens: {:.1}% of the aggregate channel bandwidth",
+            100.0 * f
+        );
+    }
+    Ok(())
+}
+
+/// Runs the figures; returns the report printed to stdout.
+pub fn run_paper(p: &PaperParams) -> Result<String, RunError> {
+    if p.figures.is_empty() || p.contexts.is_empty() || p.seqs == 0 {
+        return Err(input(
+            "bench paper needs a figure, a context and a sequence",
+        ));
+    }
+    std::fs::create_dir_all(&p.out).map_err(|e| out_err(&p.out, e))?;
+    let m = ModelShape::OPT_13B;
+    let specs = specs(p, &m);
+    let t0 = Instant::now();
+    eprintln!(
+        "simulating {} CSD points (OPT-13B heads, d = 128, {} sequences each)…",
+        specs.len(),
+        p.seqs
+    );
+    let csd = profile_csd(&m, &specs, p.seqs, p.page_size)?;
+    let sim_s = t0.elapsed().as_secs_f64();
+    let mut c = Ctx {
+        hw: Hardware::default(),
+        m,
+        csd: &csd,
+        out: &p.out,
+        report: String::new(),
+    };
+    let _ = writeln!(
+        c.report,
+        "bench paper: OPT-13B, 1024 prompt + 1024 output tokens; host side modelled (A6000, PCIe, 980 PRO), \
+         CSD side simulated ({} points, {} sequences each, {:.1} s wall to simulate)",
+        specs.len(),
+        p.seqs,
+        sim_s
+    );
+    for f in &p.figures {
+        match f {
+            Figure::Throughput => fig_throughput(&mut c)?,
+            Figure::Breakdown => fig_breakdown(&mut c)?,
+            Figure::Csds => fig_csds(&mut c)?,
+            Figure::Compression => fig_compression(&mut c)?,
+            Figure::Channels => fig_channels(&mut c)?,
+        }
+    }
+    let mut params = String::from("name,value,source\n");
+    for (name, prm) in c.hw.params() {
+        let _ = writeln!(params, "{name},{},\"{}\"", prm.value, prm.source);
+    }
+    write(&p.out.join("parameters.csv"), &params)?;
+    let _ = writeln!(
+        c.report,
+        "parameters and their sources: {}",
+        p.out.join("parameters.csv").display()
+    );
+    Ok(c.report)
+}
