@@ -15,6 +15,7 @@ extern crate std;
 
 pub mod engine;
 pub mod error;
+pub mod host;
 pub mod math;
 pub mod reference;
 pub mod shape;

@@ -17,6 +17,7 @@
 
 pub mod attend;
 pub mod bench;
+pub mod bench_host;
 pub mod bench_model;
 pub mod bench_paper;
 pub mod demo;

@@ -12,6 +12,25 @@ pub enum Command {
     Model(ModelArgs),
     /// InstInfer's evaluation (OPT-13B) in the cost model, the CSD side simulated: CSVs and PNGs.
     Paper(PaperArgs),
+    /// This machine: memory bandwidth vs the host attention kernels, FTL ops/s, simulator speed.
+    Host(HostArgs),
+}
+
+/// Arguments of `bench host`.
+#[derive(Debug, clap::Args)]
+pub struct HostArgs {
+    /// Tokens of the attention kernels.
+    #[arg(long, default_value_t = 8192)]
+    s: usize,
+    /// KV heads.
+    #[arg(long, default_value_t = 8)]
+    kv_heads: usize,
+    /// Head dimension (a multiple of 8).
+    #[arg(long, default_value_t = 128)]
+    d: usize,
+    /// Repetitions (the best is reported).
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
 }
 
 /// Arguments of `bench paper`.
@@ -73,6 +92,16 @@ pub struct AttendArgs {
 
 pub fn run(c: Command) -> Result<(), RunError> {
     match c {
+        Command::Host(a) => {
+            let p = host_driver::run::bench_host::HostBenchParams {
+                s: a.s,
+                kv_heads: a.kv_heads,
+                d: a.d,
+                reps: a.reps,
+            };
+            print!("{}", host_driver::run::bench_host::run_host_bench(&p)?);
+            Ok(())
+        }
         Command::Paper(a) => {
             use host_driver::run::bench_paper::{Figure, PaperParams, run_paper};
             let figures = if a.figure == "all" {

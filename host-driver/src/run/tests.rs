@@ -228,3 +228,26 @@ fn bench_paper_smoke_writes_every_figure() {
     assert_eq!(csv.lines().count(), 1 + 7 * 5, "7 batches × 5 systems");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// `bench host` runs at a small size and reports every line.
+#[test]
+fn bench_host_smoke() {
+    use super::bench_host::{HostBenchParams, run_host_bench};
+    let r = run_host_bench(&HostBenchParams {
+        s: 256,
+        kv_heads: 2,
+        d: 64,
+        reps: 1,
+    })
+    .expect("bench host");
+    for what in ["memory read probe", "fast f32 kernel", "FTL:", "simulator:"] {
+        assert!(r.contains(what), "{what} missing in {r}");
+    }
+    assert!(
+        run_host_bench(&HostBenchParams {
+            d: 12,
+            ..HostBenchParams::default()
+        })
+        .is_err()
+    );
+}
