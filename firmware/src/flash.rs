@@ -6,6 +6,7 @@
 
 use crate::hal::{Nand, NandCmd, NandDone, NandStatus, RowFilter};
 use crate::stats::Counters;
+use alloc::collections::{BTreeMap, VecDeque};
 use alloc::vec;
 use alloc::vec::Vec;
 use ftl::{FlashOp, Ftl, Ppa};
@@ -87,14 +88,54 @@ pub(crate) fn read_pages<B: Nand>(
         counters.bus_bytes += data.len() as u64;
         sink(b, done.tag as usize, data)
     };
+    // One queue of reads per die, in list order: a die whose controller
+    // queue is full does not hold back reads for the others (no
+    // head-of-line blocking); each completion lets its die's next read in.
+    let mut per_die: BTreeMap<(u8, u8), VecDeque<usize>> = BTreeMap::new();
     for (i, r) in reads.iter().enumerate() {
-        let cmd = NandCmd::Read {
-            ppa: r.ppa,
-            filter: r.filter,
-        };
-        if let Err(e) = submit(board, i as u32, cmd, buf, &mut on_done) {
-            let _ = drain(board, buf, &mut on_done);
-            return Err(e);
+        per_die
+            .entry((r.ppa.channel, r.ppa.way))
+            .or_default()
+            .push_back(i);
+    }
+    let mut left = reads.len();
+    while left > 0 {
+        let mut submitted = false;
+        for queue in per_die.values_mut() {
+            while let Some(&i) = queue.front() {
+                let cmd = NandCmd::Read {
+                    ppa: reads[i].ppa,
+                    filter: reads[i].filter,
+                };
+                match board.submit(i as u32, cmd) {
+                    Ok(()) => {
+                        queue.pop_front();
+                        left -= 1;
+                        submitted = true;
+                    }
+                    Err(nb::Error::WouldBlock) => break,
+                    Err(nb::Error::Other(_)) => {
+                        let _ = drain(board, buf, &mut on_done);
+                        return Err(Status::INTERNAL_ERROR);
+                    }
+                }
+            }
+        }
+        if left > 0 && !submitted {
+            if board.in_flight() == 0 {
+                return Err(Status::INTERNAL_ERROR);
+            }
+            let done = match poll_one(board, buf) {
+                Ok(d) => d,
+                Err(e) => {
+                    let _ = drain(board, buf, &mut on_done);
+                    return Err(e);
+                }
+            };
+            if let Err(e) = on_done(board, done, &buf[..done.bytes.min(buf.len())]) {
+                let _ = drain(board, buf, &mut on_done);
+                return Err(e);
+            }
         }
     }
     drain(board, buf, &mut on_done)?;

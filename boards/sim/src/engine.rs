@@ -15,8 +15,13 @@
 //!   unit in `hdl/` holds 64 entries, larger k needs a larger or different
 //!   unit — the timing is extrapolated with the same formula).
 //!
-//! An engine operation starts at `max(now, engine free)` and the board
-//! clock advances to its end (the core uses the result next).
+//! An engine operation starts at `max(now, engine free)` and runs while the
+//! core goes on: the engine consumes page data as the NFCs stream it, and
+//! the core does not wait for logits, probabilities or weighted sums. The
+//! board clock advances to an operation's end only where the core consumes
+//! a result: argtopk's selection (the core turns it into page reads) and
+//! [`SimEngine::sync`] before outputs leave the device (DMA writes,
+//! completions).
 
 use firmware::hal::{Engine, LogitJob, SoftEngine, WeightedSumJob};
 
@@ -139,14 +144,22 @@ impl SimEngine {
         self.unit.busy_ns()
     }
 
+    /// Advances `clock` to the end of every engine operation queued so far
+    /// (the core is about to use the engine's results).
+    pub fn sync(&self, clock: &mut VirtualClock) {
+        clock.advance_to(self.unit.free_at());
+    }
+
     /// See [`Engine::logits`].
     pub fn logits(&mut self, clock: &mut VirtualClock, job: LogitJob<'_>) {
-        self.timed(clock, EngineUnit::Gemv, |e| e.logits(job));
+        self.timed(clock, EngineUnit::Gemv, false, |e| e.logits(job));
     }
 
     /// See [`Engine::softmax`].
     pub fn softmax(&mut self, clock: &mut VirtualClock, logits: &[i32], probs: &mut [u32]) {
-        self.timed(clock, EngineUnit::Softmax, |e| e.softmax(logits, probs));
+        self.timed(clock, EngineUnit::Softmax, false, |e| {
+            e.softmax(logits, probs)
+        });
     }
 
     /// See [`Engine::argtopk`].
@@ -157,19 +170,21 @@ impl SimEngine {
         k: usize,
         out: &mut Vec<u32>,
     ) {
-        self.timed(clock, EngineUnit::TopK, |e| e.argtopk(keys, k, out));
+        self.timed(clock, EngineUnit::TopK, true, |e| e.argtopk(keys, k, out));
     }
 
     /// See [`Engine::weighted_sum`].
     pub fn weighted_sum(&mut self, clock: &mut VirtualClock, job: WeightedSumJob<'_>) {
-        self.timed(clock, EngineUnit::Gemv, |e| e.weighted_sum(job));
+        self.timed(clock, EngineUnit::Gemv, false, |e| e.weighted_sum(job));
     }
 
-    /// Runs `op` on the soft engine and charges its work delta.
+    /// Runs `op` on the soft engine and charges its work delta; the clock
+    /// follows only when the core waits for the result (`wait`).
     fn timed(
         &mut self,
         clock: &mut VirtualClock,
         unit: EngineUnit,
+        wait: bool,
         op: impl FnOnce(&mut SoftEngine),
     ) {
         let before = self.work();
@@ -181,7 +196,9 @@ impl SimEngine {
         let (_, end) = self
             .unit
             .reserve(clock.now_ns(), self.model.cycles_ns(cycles));
-        clock.advance_to(end);
+        if wait {
+            clock.advance_to(end);
+        }
     }
 }
 
@@ -228,12 +245,12 @@ mod tests {
     }
 
     #[test]
-    fn cycles_grow_with_work_and_advance_the_clock() {
+    fn the_core_waits_only_for_results_it_uses() {
         let mut e = SimEngine::new(EngineModel::default());
         let mut clock = VirtualClock::new();
         let mut times = Vec::new();
         for n in [16usize, 64, 256] {
-            let before = clock.now_ns();
+            let before = e.busy_ns();
             let rows = vec![0x3c00u16; n * 64];
             let queries = vec![1i32; 64];
             let mut out = vec![0i32; n];
@@ -249,26 +266,35 @@ mod tests {
                     out_offset: 0,
                 },
             );
-            times.push(clock.now_ns() - before);
+            times.push(e.busy_ns() - before);
         }
         assert!(times[0] < times[1] && times[1] < times[2], "{times:?}");
         assert_eq!(e.work().macs, (16 + 64 + 256) * 64);
+        assert_eq!(clock.now_ns(), 0, "logits run while the core goes on");
 
-        let t0 = clock.now_ns();
+        let b0 = e.busy_ns();
         let mut probs = vec![0u32; 1000];
         e.softmax(&mut clock, &vec![0i32; 1000], &mut probs);
         assert_eq!(
-            clock.now_ns() - t0,
+            e.busy_ns() - b0,
             EngineModel::default().cycles_ns(3 * 1000 + 51)
         );
-        let t1 = clock.now_ns();
+        assert_eq!(clock.now_ns(), 0);
+        // Argtopk's selection is used by the core: the clock follows the
+        // engine through everything queued before it.
         let mut idx = Vec::new();
+        let b1 = e.busy_ns();
         e.argtopk(&mut clock, &(0..500u64).collect::<Vec<_>>(), 10, &mut idx);
         assert_eq!(idx.len(), 10);
         assert_eq!(
-            clock.now_ns() - t1,
+            e.busy_ns() - b1,
             EngineModel::default().cycles_ns(500 + 2 * 10 + 4)
         );
-        assert_eq!(e.busy_ns(), clock.now_ns());
+        assert_eq!(clock.now_ns(), e.busy_ns());
+        // More work, then a sync before outputs leave.
+        e.softmax(&mut clock, &vec![0i32; 100], &mut probs[..100]);
+        assert!(clock.now_ns() < e.busy_ns());
+        e.sync(&mut clock);
+        assert_eq!(clock.now_ns(), e.busy_ns());
     }
 }

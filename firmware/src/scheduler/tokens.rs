@@ -103,13 +103,22 @@ fn plan(
     Ok(plan)
 }
 
-/// One head's working set during the step.
+/// One head's working set during the step. Value rows are summed as soon
+/// as the head's probabilities exist (after its last key page), so the
+/// weighted sum runs while other pages are still being read; rows that
+/// arrive earlier wait in `values` (`pending` spans).
 struct Head<'j> {
     job: &'j HeadJob<'j>,
     n: usize,
     scales: Vec<u32>,
     logits: Vec<i32>,
     values: Vec<u16>,
+    /// Key pages of this head still to arrive.
+    k_left: usize,
+    probs: Option<Vec<u32>>,
+    /// `(first row, rows)` of value rows stored while `probs` was `None`.
+    pending: Vec<(usize, usize)>,
+    acc: Vec<i64>,
 }
 
 impl Head<'_> {
@@ -125,13 +134,50 @@ impl Head<'_> {
         });
     }
 
-    fn store_values(&mut self, rows: &[u16], offset: usize) -> Result<(), Status> {
+    /// Value rows starting at token `offset`: summed now if the
+    /// probabilities exist, kept for later otherwise.
+    fn values<B: Engine>(
+        &mut self,
+        board: &mut B,
+        rows: &[u16],
+        offset: usize,
+    ) -> Result<(), Status> {
+        if let Some(probs) = &self.probs {
+            board.weighted_sum(WeightedSumJob {
+                probs,
+                probs_stride: self.n,
+                probs_offset: offset,
+                rows,
+                d: self.job.d,
+                acc: &mut self.acc,
+            });
+            return Ok(());
+        }
         let at = offset * self.job.d;
         self.values
             .get_mut(at..at + rows.len())
             .ok_or(Status::INTERNAL_ERROR)?
             .copy_from_slice(rows);
+        self.pending.push((offset, rows.len() / self.job.d.max(1)));
         Ok(())
+    }
+
+    /// Every key row is in: softmax, then the value rows that waited.
+    fn keys_done<B: Engine>(&mut self, board: &mut B) {
+        let (g, d, n) = (self.job.g, self.job.d, self.n);
+        let probs = softmax_heads(board, &self.logits, g, n);
+        for &(off, rows) in &self.pending {
+            board.weighted_sum(WeightedSumJob {
+                probs: &probs,
+                probs_stride: n,
+                probs_offset: off,
+                rows: &self.values[off * d..(off + rows) * d],
+                d,
+                acc: &mut self.acc,
+            });
+        }
+        self.pending.clear();
+        self.probs = Some(probs);
     }
 }
 
@@ -150,22 +196,29 @@ pub(super) fn attend<'j, B: Nand + Engine>(
     let mut v_route = Vec::new();
     for (h, (job, &sel)) in jobs.iter().zip(sels).enumerate() {
         let n = sel.map_or(job.s, <[u32]>::len);
+        let k = plan(cx.ftl, job, Kind::K, sel, cx.cost)?;
+        let v = plan(cx.ftl, job, Kind::V, sel, cx.cost)?;
         let mut head = Head {
             job,
             n,
             scales: vec![model::dense_scale(job.d); job.g],
             logits: vec![0i32; job.g * n],
             values: vec![0u16; n * job.d],
+            k_left: k.reads.len(),
+            probs: None,
+            pending: Vec::new(),
+            acc: vec![0i64; job.g * job.d],
         };
-        let k = plan(cx.ftl, job, Kind::K, sel, cx.cost)?;
-        let v = plan(cx.ftl, job, Kind::V, sel, cx.cost)?;
         for (rows, off) in &k.dram {
             cx.counters.dram_tail_bytes += (rows.len() * 2) as u64;
             head.logits(cx.board, rows, *off);
         }
+        if head.k_left == 0 {
+            head.keys_done(cx.board);
+        }
         for (rows, off) in &v.dram {
             cx.counters.dram_tail_bytes += (rows.len() * 2) as u64;
-            head.store_values(rows, *off)?;
+            head.values(cx.board, rows, *off)?;
         }
         route.extend(k.offsets.iter().map(|&o| (h, false, o)));
         reads.extend_from_slice(&k.reads);
@@ -182,27 +235,24 @@ pub(super) fn attend<'j, B: Nand + Engine>(
         cost.pages_read += 1;
         cost.engine_bytes += bytes.len() as u64;
         let (h, is_v, off) = route[i];
+        let head = &mut heads[h];
         if is_v {
-            heads[h].store_values(rows, off)
+            head.values(b, rows, off)
         } else {
-            heads[h].logits(b, rows, off);
+            head.logits(b, rows, off);
+            head.k_left -= 1;
+            if head.k_left == 0 {
+                head.keys_done(b);
+            }
             Ok(())
         }
     })?;
     let mut accs = Vec::with_capacity(heads.len());
-    for head in &heads {
-        let (g, d, n) = (head.job.g, head.job.d, head.n);
-        let probs = softmax_heads(cx.board, &head.logits, g, n);
-        let mut acc = vec![0i64; g * d];
-        cx.board.weighted_sum(WeightedSumJob {
-            probs: &probs,
-            probs_stride: n,
-            probs_offset: 0,
-            rows: &head.values,
-            d,
-            acc: &mut acc,
-        });
-        accs.push(acc);
+    for mut head in heads {
+        if head.probs.is_none() {
+            head.keys_done(cx.board);
+        }
+        accs.push(head.acc);
     }
     Ok(accs)
 }

@@ -63,6 +63,10 @@ pub struct CsdPoint {
     pub bus_busy_ns: u64,
     /// Engine busy time during the decode (ns).
     pub engine_busy_ns: u64,
+    /// NAND array busy time during the decode, summed over dies (ns).
+    pub flash_busy_ns: u64,
+    /// Dies of the board.
+    pub dies: usize,
     /// Flash pages read during the decode.
     pub pages_read: u64,
     /// Channels of the board.
@@ -250,6 +254,8 @@ pub fn profile_csd(
             channel_bus_bytes: decoded.channel_bus_bytes,
             bus_busy_ns: decoded.busy.bus_ns,
             engine_busy_ns: decoded.busy.engine_ns,
+            flash_busy_ns: decoded.busy.flash_ns,
+            dies: channels * 8,
             pages_read: decoded.flash_pages_read,
             channels,
             channel_bytes_per_s: board_sim::NandTiming::for_page_size(page_size).bus_bytes_per_s

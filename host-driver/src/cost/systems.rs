@@ -276,6 +276,8 @@ mod tests {
             channel_bus_bytes: 0,
             bus_busy_ns: 0,
             engine_busy_ns: 0,
+            flash_busy_ns: 0,
+            dies: 64,
             pages_read: 0,
             channels: 8,
             channel_bytes_per_s: 1.4e9,

@@ -409,7 +409,7 @@ fn fig_compression(c: &mut Ctx<'_>) -> Result<(), RunError> {
 
 fn fig_channels(c: &mut Ctx<'_>) -> Result<(), RunError> {
     let mut csv = String::from(
-        "heads,s,method,seqs,decode_virtual_us,channel_utilization,fraction_of_channel_bw,engine_busy_fraction\n",
+        "heads,s,method,seqs,decode_virtual_us,channel_utilization,fraction_of_channel_bw,engine_busy_fraction,die_array_busy_fraction\n",
     );
     let mut lines_out = Vec::new();
     for p in &c.csd.points {
@@ -418,14 +418,15 @@ fn fig_channels(c: &mut Ctx<'_>) -> Result<(), RunError> {
         });
         let _ = writeln!(
             csv,
-            "{},{},{method},{},{:.1},{:.4},{:.4},{:.4}",
+            "{},{},{method},{},{:.1},{:.4},{:.4},{:.4},{:.4}",
             p.heads,
             p.s,
             p.seqs,
             p.decode_ns as f64 / 1e3,
             p.channel_utilization(),
             p.fraction_of_channel_bandwidth(),
-            p.engine_busy_ns as f64 / p.decode_ns.max(1) as f64
+            p.engine_busy_ns as f64 / p.decode_ns.max(1) as f64,
+            p.flash_busy_ns as f64 / (p.dies as f64 * p.decode_ns.max(1) as f64)
         );
         if p.heads == c.m.heads {
             lines_out.push((method, p.s, p.fraction_of_channel_bandwidth()));

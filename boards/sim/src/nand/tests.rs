@@ -5,10 +5,15 @@ use ftl::{BlockAddr, Ppa};
 
 const PAGE: usize = 4096;
 
+/// A NAND with room for 16 queued commands per die (several commands on
+/// one die in the tests below).
 fn sim() -> NandSim {
     NandSim::new(
         Geometry::sim_default(PAGE as u32),
-        NandTiming::for_page_size(PAGE as u32),
+        NandTiming {
+            queue_depth: 16,
+            ..NandTiming::for_page_size(PAGE as u32)
+        },
         &[],
     )
 }
