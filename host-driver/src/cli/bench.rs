@@ -14,6 +14,25 @@ pub enum Command {
     Paper(PaperArgs),
     /// This machine: memory bandwidth vs the host attention kernels, FTL ops/s, simulator speed.
     Host(HostArgs),
+    /// Record an attention trace of the real model for `bench paper --trace`.
+    Trace(TraceArgs),
+}
+
+/// Arguments of `bench trace`.
+#[derive(Debug, clap::Args)]
+pub struct TraceArgs {
+    /// Text to run the model on (e.g. WikiText-2's wiki.test.raw).
+    #[arg(long)]
+    text: std::path::PathBuf,
+    /// Output folder (k_L.npy, v_L.npy, q_L.npy per layer).
+    #[arg(long)]
+    out: std::path::PathBuf,
+    /// Context tokens (the decode step's query comes after them).
+    #[arg(long, default_value_t = 2048)]
+    tokens: usize,
+    /// A GGUF model instead of the cached SmolLM2-135M-Instruct.
+    #[arg(long)]
+    model: Option<std::path::PathBuf>,
 }
 
 /// Arguments of `bench host`.
@@ -48,6 +67,10 @@ pub struct PaperArgs {
     /// Simulate only the shortest and longest context (a quick smoke run).
     #[arg(long)]
     quick: bool,
+    /// An attention trace (`instinfer bench trace`) for the simulated KV and
+    /// queries instead of synthetic data.
+    #[arg(long)]
+    trace: Option<std::path::PathBuf>,
 }
 
 /// Arguments of `bench model`.
@@ -92,6 +115,32 @@ pub struct AttendArgs {
 
 pub fn run(c: Command) -> Result<(), RunError> {
     match c {
+        Command::Trace(a) => {
+            let text = std::fs::read_to_string(&a.text)
+                .map_err(|e| RunError::Input(format!("{}: {e}", a.text.display())))?;
+            let model = super::model::load(a.model.as_deref())?;
+            let tokens = model.tokenizer().encode(&text);
+            if tokens.len() < a.tokens + 1 {
+                return Err(RunError::Input(format!(
+                    "{} holds {} tokens, {} needed",
+                    a.text.display(),
+                    tokens.len(),
+                    a.tokens + 1
+                )));
+            }
+            let t = host_driver::cost::trace::record(&model, &tokens[..a.tokens + 1])?;
+            t.save(&a.out)?;
+            println!(
+                "trace: {} layers x {} KV heads ({} query heads) x {} tokens, d {} -> {}",
+                t.layers(),
+                t.kv_heads,
+                t.q_heads,
+                t.s,
+                t.d,
+                a.out.display()
+            );
+            Ok(())
+        }
         Command::Host(a) => {
             let p = host_driver::run::bench_host::HostBenchParams {
                 s: a.s,
@@ -114,10 +163,17 @@ pub fn run(c: Command) -> Result<(), RunError> {
                     ))
                 })?]
             };
+            let source = match &a.trace {
+                Some(dir) => {
+                    host_driver::cost::KvSource::Trace(host_driver::cost::trace::Trace::load(dir)?)
+                }
+                None => host_driver::cost::KvSource::Synthetic,
+            };
             let mut p = PaperParams {
                 figures,
                 out: a.out,
                 seqs: a.seqs,
+                source,
                 ..PaperParams::default()
             };
             if a.quick {

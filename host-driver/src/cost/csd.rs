@@ -20,11 +20,13 @@
 //!
 //! **Sampling, said plainly.** One layer is simulated, not 40; `seqs`
 //! sequences, not the batch; three context lengths (1024, 1536, 2048)
-//! interpolated linearly; KV and queries are structured synthetic data
-//! (`attention::testdata`: heavy tokens aligned with the query and a
-//! recency trend), not traces of OPT-13B. Dense reads do not depend on the
-//! data; SparF's page skipping does, through which tokens and dims it
-//! picks.
+//! interpolated linearly. KV and queries come from a [`KvSource`]: the
+//! real model's attention traces scaled to OPT-13B's heads
+//! ([`super::trace`]; `instinfer bench paper --trace DIR`), or structured
+//! synthetic data (`attention::testdata`: heavy tokens aligned with the
+//! query and a recency trend) when no trace is given. Dense reads do not
+//! depend on the data; SparF's page skipping does, through which tokens
+//! and dims it picks.
 
 use attention::testdata::{structured_kv, structured_query};
 use proto::SeqShape;
@@ -150,6 +152,74 @@ fn same(a: Option<f64>, b: Option<f64>) -> bool {
     }
 }
 
+/// Where the simulated points' keys, values and queries come from.
+#[derive(Clone, Debug, Default)]
+pub enum KvSource {
+    /// `attention::testdata`'s structured synthetic data.
+    #[default]
+    Synthetic,
+    /// A recorded trace, scaled to the model's head shape.
+    Trace(super::trace::Trace),
+}
+
+impl KvSource {
+    /// `heads` heads of `s` tokens of d = `d` for sequence `seq`: K and V
+    /// `[heads][s][d]`, q `[heads][d]`, fp16 bits.
+    fn heads(
+        &self,
+        seq: usize,
+        heads: usize,
+        s: usize,
+        d: usize,
+    ) -> Result<(Vec<u16>, Vec<u16>, Vec<u16>), RunError> {
+        match self {
+            Self::Synthetic => {
+                let seed = (s * 1000 + heads * 10 + seq) as u64;
+                let (k, v) = structured_kv(seed, heads, s, d);
+                Ok((
+                    bits(&k),
+                    bits(&v),
+                    bits(&structured_query(seed, heads, d, heads)),
+                ))
+            }
+            Self::Trace(t) => {
+                if 2 * t.d != d {
+                    return Err(input(format!(
+                        "the trace's head dim {} does not pair up to {d}",
+                        t.d
+                    )));
+                }
+                let (mut k, mut v, mut q) = (Vec::new(), Vec::new(), Vec::new());
+                for h in 0..heads {
+                    // Each sequence starts at another trace head.
+                    let (kh, vh, qh) = t.opt_head(seq * heads + h, s).ok_or_else(|| {
+                        input(format!("the trace holds {} tokens, {s} asked", t.s))
+                    })?;
+                    k.extend(bits(&kh));
+                    v.extend(bits(&vh));
+                    q.extend(bits(&qh));
+                }
+                Ok((k, v, q))
+            }
+        }
+    }
+
+    /// A short description for reports.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Synthetic => "structured synthetic KV".into(),
+            Self::Trace(t) => format!(
+                "SmolLM2 trace ({} layers x {} KV heads x {} tokens, d {} paired to {})",
+                t.layers(),
+                t.kv_heads,
+                t.s,
+                t.d,
+                2 * t.d
+            ),
+        }
+    }
+}
+
 /// What to simulate: KV heads per CSD, context, dense or SparF.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CsdSpec {
@@ -192,6 +262,7 @@ fn paper_board(page_size: u32) -> Result<CsdArray<SimTransport>, RunError> {
 /// with `page_size`-byte pages and OPT-13B's head dimension.
 pub fn profile_csd(
     model: &ModelShape,
+    source: &KvSource,
     specs: &[CsdSpec],
     seqs: usize,
     page_size: u32,
@@ -222,11 +293,10 @@ pub fn profile_csd(
         let mut queries = Vec::with_capacity(seqs);
         let phase = Phase::begin(&mut array)?;
         for i in 0..seqs {
-            let seed = (spec.s * 1000 + spec.heads * 10 + i) as u64;
-            let (k, v) = structured_kv(seed, spec.heads, spec.s, d);
+            let (k, v, q) = source.heads(i, spec.heads, spec.s, d)?;
             array.open(i as u32, shape)?;
-            array.append(i as u32, 0, 0, &bits(&k), &bits(&v))?;
-            queries.push(bits(&structured_query(seed, spec.heads, d, spec.heads)));
+            array.append(i as u32, 0, 0, &k, &v)?;
+            queries.push(q);
         }
         let (_, appended) = phase.end(&mut array)?;
         let reqs: Vec<ArrayDecode<'_>> = queries

@@ -7,6 +7,7 @@
 //! | --- | --- |
 //! | [`hw`] | the hardware and the model shape, every parameter with its source |
 //! | [`csd`] | the CSD side: measured by running the firmware, FTL and the simulated board's timing on OPT-13B-shaped commands (never a formula) |
+//! | [`trace`] | attention traces of the real model (SmolLM2), recorded and scaled to OPT-13B's head shape |
 //! | [`systems`] | the host side of each system: GPU, PCIe, SSD, host memory, with FlexGen's load/compute/store overlap |
 //!
 //! Figures from the model are *modelled*; figures from [`csd`] are
@@ -16,7 +17,8 @@
 pub mod csd;
 pub mod hw;
 pub mod systems;
+pub mod trace;
 
-pub use csd::{CsdPoint, CsdProfile, profile_csd};
+pub use csd::{CsdPoint, CsdProfile, KvSource, profile_csd};
 pub use hw::{Hardware, ModelShape, Param};
 pub use systems::{StepTime, System, Workload, throughput};

@@ -14,7 +14,7 @@ use super::plot::{Series, lines};
 use super::{RunError, input};
 use crate::cost::csd::{CsdSpec, profile_csd};
 use crate::cost::systems::{JobTime, System, Workload, throughput};
-use crate::cost::{CsdProfile, Hardware, ModelShape};
+use crate::cost::{CsdProfile, Hardware, KvSource, ModelShape};
 
 /// Which figure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,6 +71,8 @@ pub struct PaperParams {
     pub page_size: u32,
     /// Context lengths simulated (sorted); the decode interpolates.
     pub contexts: Vec<usize>,
+    /// Where the simulated keys, values and queries come from.
+    pub source: KvSource,
 }
 
 impl Default for PaperParams {
@@ -81,6 +83,7 @@ impl Default for PaperParams {
             seqs: 2,
             page_size: 16384,
             contexts: vec![1024, 1536, 2048],
+            source: KvSource::Synthetic,
         }
     }
 }
@@ -483,7 +486,7 @@ pub fn run_paper(p: &PaperParams) -> Result<String, RunError> {
         specs.len(),
         p.seqs
     );
-    let csd = profile_csd(&m, &specs, p.seqs, p.page_size)?;
+    let csd = profile_csd(&m, &p.source, &specs, p.seqs, p.page_size)?;
     let sim_s = t0.elapsed().as_secs_f64();
     let mut c = Ctx {
         hw: Hardware::default(),
@@ -495,9 +498,10 @@ pub fn run_paper(p: &PaperParams) -> Result<String, RunError> {
     let _ = writeln!(
         c.report,
         "bench paper: OPT-13B, 1024 prompt + 1024 output tokens; host side modelled (A6000, PCIe, 980 PRO), \
-         CSD side simulated ({} points, {} sequences each, {:.1} s wall to simulate)",
+         CSD side simulated ({} points, {} sequences each, {}, {:.1} s wall to simulate)",
         specs.len(),
         p.seqs,
+        p.source.describe(),
         sim_s
     );
     for f in &p.figures {

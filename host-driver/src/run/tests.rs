@@ -251,3 +251,39 @@ fn bench_host_smoke() {
         .is_err()
     );
 }
+
+/// The CSD points can be simulated on a trace; a context longer than the
+/// trace, or a head dim that does not pair up, is refused.
+#[test]
+fn csd_points_run_on_a_trace() {
+    use crate::cost::csd::{CsdSpec, profile_csd};
+    use crate::cost::trace::Trace;
+    use crate::cost::{KvSource, ModelShape};
+    let (kvh, s, d) = (2usize, 1024usize, 64usize);
+    let (k, v) = attention::testdata::structured_kv(3, kvh, s, d);
+    let q = attention::testdata::structured_query(3, kvh * 3, d, kvh);
+    let t = Trace {
+        kv_heads: kvh,
+        q_heads: kvh * 3,
+        d,
+        s,
+        k: vec![k],
+        v: vec![v],
+        q: vec![q],
+    };
+    let m = ModelShape::OPT_13B;
+    let spec = |s| CsdSpec {
+        heads: 2,
+        s,
+        compression: Some(0.125),
+    };
+    let source = KvSource::Trace(t.clone());
+    let p = profile_csd(&m, &source, &[spec(1024)], 1, 16384).expect("trace points");
+    assert!(p.points[0].decode_ns > 0 && p.points[0].pages_read > 0);
+    assert!(profile_csd(&m, &source, &[spec(2048)], 1, 16384).is_err());
+    let narrow = ModelShape {
+        head_dim: 96,
+        ..ModelShape::OPT_13B
+    };
+    assert!(profile_csd(&narrow, &source, &[spec(1024)], 1, 16384).is_err());
+}
