@@ -186,7 +186,7 @@ pub fn run_host_bench(p: &HostBenchParams) -> Result<String, RunError> {
     let appends = (streams * tokens) as f64;
     let _ = writeln!(
         out,
-        "FTL: {:.2} M token appends/s ({} flash ops drained), {:.2} M group lookups/s, {:.0} stream closes/s",
+        "FTL: {:.2} M token appends/s ({} flash ops drained), {:.2} M group lookups/s, {:.0} stream closes (flushes) /s",
         appends / append_s / 1e6,
         ops,
         found as f64 / lookup_s / 1e6,
