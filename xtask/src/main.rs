@@ -6,17 +6,21 @@
 //! - `cargo xtask ci` — what CI runs: formatting, clippy, the test suite
 //!   (the README's test command), the firmware cross-builds (the no_std
 //!   crates, both OpenSSD board images, the C ABI for
-//!   `x86_64-unknown-none`), both QEMU boards' end-to-end tests, and the
-//!   engine's Verilog generation and lint.
+//!   `x86_64-unknown-none`), both QEMU boards' end-to-end tests, the
+//!   guest test of the Linux NVMe transports, and the engine's Verilog
+//!   generation and lint.
 //! - `cargo xtask hdl <gen|lint|sim|synth>` — the engine's Verilog: see
 //!   [`hdl`].
 //! - `cargo xtask qemu --board zynqmp|zynq7000 [--test]` — the firmware
 //!   under QEMU: see [`qemu`].
+//! - `cargo xtask guest-test` — the Linux NVMe transports in a QEMU x86
+//!   guest: see [`guest`].
 //! - `cargo xtask flash --board daisyplus|cosmos-plus` — what a real board
 //!   needs, and the vendor tools where present: see [`flash`].
 #![forbid(unsafe_code)]
 
 mod flash;
+mod guest;
 mod hdl;
 mod qemu;
 
@@ -88,6 +92,8 @@ fn ci() -> Result<(), String> {
     for board in ["zynqmp", "zynq7000"] {
         qemu::test(board)?;
     }
+    // The Linux NVMe transports in an x86 guest against QEMU's NVMe drive.
+    guest::main()?;
     // The engine's Verilog: generated (by `lint` itself) and linted; the
     // co-simulation runs inside the test suite when iverilog is installed.
     hdl::main(Some("lint"))
@@ -101,7 +107,8 @@ fn main() -> ExitCode {
         Some("hdl") => hdl::main(std::env::args().nth(2).as_deref()),
         Some("flash") => flash::main(&std::env::args().skip(2).collect::<Vec<_>>()),
         Some("qemu") => qemu::main(&std::env::args().skip(2).collect::<Vec<_>>()),
-        _ => Err("usage: cargo xtask <firmware|ci|hdl|qemu|flash>".into()),
+        Some("guest-test") => guest::main(),
+        _ => Err("usage: cargo xtask <firmware|ci|hdl|qemu|flash|guest-test>".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// The workspace root (xtask lives one level below it).
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .map(PathBuf::from)

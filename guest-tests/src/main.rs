@@ -1,0 +1,60 @@
+//! `guest-init`: PID 1 of the QEMU x86 guest that `cargo xtask guest-test`
+//! boots. It mounts `/proc`, `/sys` and `/dev`, loads the kernel modules
+//! listed in `/lib/modules/order`, waits for the NVMe namespace, runs the
+//! transport tests against QEMU's NVMe controller, prints one line per
+//! result, and ends QEMU through its `isa-debug-exit` port: 0x10 for
+//! success (QEMU exits 33), 0x11 for a failure (35).
+//!
+//! On any other machine (not PID 1) it refuses to run.
+#![deny(unsafe_code)]
+
+#[cfg(target_os = "linux")]
+mod sys;
+#[cfg(target_os = "linux")]
+mod tests;
+
+#[cfg(target_os = "linux")]
+fn main() {
+    if std::process::id() != 1 {
+        eprintln!("guest-init runs as PID 1 of the test guest (cargo xtask guest-test)");
+        std::process::exit(2);
+    }
+    let ok = match run() {
+        Ok(()) => {
+            println!("GUEST-TEST PASS");
+            true
+        }
+        Err(e) => {
+            println!("GUEST-TEST FAIL: {e}");
+            false
+        }
+    };
+    sys::exit_qemu(ok);
+}
+
+#[cfg(target_os = "linux")]
+fn run() -> Result<(), String> {
+    sys::mount_basics()?;
+    let order = std::fs::read_to_string("/lib/modules/order")
+        .map_err(|e| format!("/lib/modules/order: {e}"))?;
+    for name in order.lines().filter(|l| !l.is_empty()) {
+        sys::load_module(&format!("/lib/modules/{name}.ko"))?;
+    }
+    let ns = std::path::Path::new("/dev/nvme0n1");
+    for _ in 0..200 {
+        if ns.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    if !ns.exists() {
+        return Err("no /dev/nvme0n1 after loading nvme".into());
+    }
+    tests::ioctl_path(ns)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn main() {
+    eprintln!("guest-init is the Linux test guest's init");
+    std::process::exit(2);
+}

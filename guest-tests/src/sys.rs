@@ -1,0 +1,75 @@
+//! PID 1's system calls: mounts, module loading, and QEMU's exit port. The
+//! crate's only `unsafe`.
+#![allow(unsafe_code)]
+
+use std::ffi::CString;
+use std::os::fd::AsRawFd;
+
+fn c(s: &str) -> CString {
+    CString::new(s).unwrap_or_default()
+}
+
+/// Mounts proc, sysfs and devtmpfs.
+pub(crate) fn mount_basics() -> Result<(), String> {
+    for (src, dir, fs) in [
+        ("proc", "/proc", "proc"),
+        ("sysfs", "/sys", "sysfs"),
+        ("devtmpfs", "/dev", "devtmpfs"),
+    ] {
+        let _ = std::fs::create_dir_all(dir);
+        let (src_c, dir_c, fs_c) = (c(src), c(dir), c(fs));
+        // SAFETY: three valid NUL-terminated strings that outlive the call,
+        // no data argument.
+        let r = unsafe {
+            libc::mount(
+                src_c.as_ptr(),
+                dir_c.as_ptr(),
+                fs_c.as_ptr(),
+                0,
+                std::ptr::null(),
+            )
+        };
+        if r != 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EBUSY) {
+                return Err(format!("mount {dir}: {e}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Loads a kernel module file.
+pub(crate) fn load_module(path: &str) -> Result<(), String> {
+    let f = std::fs::File::open(path).map_err(|e| format!("{path}: {e}"))?;
+    let params = c("");
+    // SAFETY: finit_module(fd, params, flags) with an open module file and
+    // an empty NUL-terminated parameter string.
+    let r = unsafe { libc::syscall(libc::SYS_finit_module, f.as_raw_fd(), params.as_ptr(), 0) };
+    if r != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EEXIST) {
+            return Err(format!("load {path}: {e}"));
+        }
+    }
+    Ok(())
+}
+
+/// Ends QEMU through `isa-debug-exit` at port 0xf4 (0x10 pass, 0x11 fail);
+/// powers off if the port is not there.
+pub(crate) fn exit_qemu(ok: bool) -> ! {
+    let code: u8 = if ok { 0x10 } else { 0x11 };
+    // SAFETY: ioperm grants this process port 0xf4 only; the out instruction
+    // writes one byte to it, which QEMU's isa-debug-exit turns into its exit.
+    unsafe {
+        if libc::ioperm(0xf4, 1, 1) == 0 {
+            core::arch::asm!("out dx, al", in("dx") 0xf4u16, in("al") code, options(nomem, nostack));
+        }
+    }
+    // SAFETY: power off; nothing of this process is used afterwards.
+    unsafe {
+        libc::sync();
+        libc::reboot(libc::RB_POWER_OFF);
+    }
+    std::process::exit(i32::from(!ok))
+}

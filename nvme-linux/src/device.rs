@@ -1,0 +1,184 @@
+//! [`Device`]: one NVMe controller and one of its namespaces, reached
+//! through the kernel's passthrough ioctls.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+
+use proto::Sqe;
+
+use crate::NvmeError;
+use crate::cmd::{NVME_IOCTL_ADMIN_CMD, NVME_IOCTL_IO_CMD, PassthruCmd};
+use crate::sys;
+
+/// The kernel's largest passthrough transfer with scattered 4 KiB pages
+/// (`max_segments` 127 × 4 KiB = 508 KiB on QEMU's controller).
+pub const KERNEL_MAX_TRANSFER: usize = 508 << 10;
+
+/// The data phase of a command.
+#[derive(Debug)]
+pub enum Data<'a> {
+    /// None.
+    None,
+    /// Host to device.
+    Out(&'a [u8]),
+    /// Device to host.
+    In(&'a mut [u8]),
+}
+
+/// What came back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completion {
+    /// The NVMe status field (SCT, SC, DNR…; 0 = success).
+    pub status: u16,
+    /// Completion dword 0.
+    pub dw0: u32,
+}
+
+/// A controller (`/dev/nvmeX`) and a namespace of it.
+#[derive(Debug)]
+pub struct Device {
+    ctrl: File,
+    ns: File,
+    nsid: u32,
+    path: PathBuf,
+    max_transfer: usize,
+}
+
+fn io_err(what: impl Into<String>, source: std::io::Error) -> NvmeError {
+    NvmeError::Io {
+        what: what.into(),
+        source,
+    }
+}
+
+/// `/dev/nvme0n1` or `/dev/ng0n1` → `/dev/nvme0`.
+pub fn controller_of(ns: &Path) -> Option<PathBuf> {
+    let name = ns.file_name()?.to_str()?;
+    let rest = name
+        .strip_prefix("nvme")
+        .or_else(|| name.strip_prefix("ng"))?;
+    let (ctrl, nsn) = rest.split_once('n')?;
+    if ctrl.is_empty() || !ctrl.bytes().all(|b| b.is_ascii_digit()) || nsn.is_empty() {
+        return None;
+    }
+    Some(ns.with_file_name(format!("nvme{ctrl}")))
+}
+
+impl Device {
+    /// Opens namespace `ns` (`/dev/nvmeXnY` or the char device
+    /// `/dev/ngXnY`) and its controller.
+    pub fn open(ns: &Path) -> Result<Self, NvmeError> {
+        let ctrl_path =
+            controller_of(ns).ok_or_else(|| NvmeError::BadPath(ns.display().to_string()))?;
+        let open = |p: &Path| {
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(p)
+                .map_err(|e| io_err(format!("open {}", p.display()), e))
+        };
+        let ctrl = open(&ctrl_path)?;
+        let ns_file = open(ns)?;
+        let nsid = sys::namespace_id(&ns_file)
+            .map_err(|e| io_err(format!("NVME_IOCTL_ID on {}", ns.display()), e))?;
+        Ok(Self {
+            ctrl,
+            ns: ns_file,
+            nsid,
+            path: ns.to_path_buf(),
+            max_transfer: KERNEL_MAX_TRANSFER,
+        })
+    }
+
+    /// The namespace id.
+    pub fn nsid(&self) -> u32 {
+        self.nsid
+    }
+
+    /// The namespace's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes one command may move: the controller's MDTS (set with
+    /// [`Self::limit_transfer`] after Identify) and the kernel's limit.
+    pub fn max_transfer(&self) -> usize {
+        self.max_transfer
+    }
+
+    /// Lowers the transfer limit to the controller's MDTS in bytes.
+    pub fn limit_transfer(&mut self, mdts_bytes: usize) {
+        if mdts_bytes > 0 {
+            self.max_transfer = self.max_transfer.min(mdts_bytes);
+        }
+    }
+
+    /// Runs `sqe` as an admin (`admin`) or I/O command with `data`; an I/O
+    /// command without a namespace id gets this namespace's.
+    pub fn exec(&self, admin: bool, sqe: &Sqe, data: Data<'_>) -> Result<Completion, NvmeError> {
+        let mut cmd = PassthruCmd::from_sqe(sqe);
+        if !admin && cmd.nsid == 0 {
+            cmd.nsid = self.nsid;
+        }
+        let len = match &data {
+            Data::None => 0,
+            Data::Out(b) => b.len(),
+            Data::In(b) => b.len(),
+        };
+        if len > self.max_transfer {
+            return Err(NvmeError::TooLarge {
+                len,
+                limit: self.max_transfer,
+            });
+        }
+        cmd.data_len = len as u32;
+        cmd.addr = match data {
+            Data::None => 0,
+            Data::Out(b) => b.as_ptr() as u64,
+            Data::In(b) => b.as_mut_ptr() as u64,
+        };
+        let (fd, req) = if admin {
+            (&self.ctrl, NVME_IOCTL_ADMIN_CMD)
+        } else {
+            (&self.ns, NVME_IOCTL_IO_CMD)
+        };
+        let status = sys::passthru(fd, req, &mut cmd)
+            .map_err(|e| io_err(format!("passthrough opcode {:#04x}", cmd.opcode), e))?;
+        Ok(Completion {
+            status: status as u16,
+            dw0: cmd.result,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn controllers_of_namespaces() {
+        assert_eq!(
+            controller_of(Path::new("/dev/nvme0n1")),
+            Some(PathBuf::from("/dev/nvme0"))
+        );
+        assert_eq!(
+            controller_of(Path::new("/dev/ng12n3")),
+            Some(PathBuf::from("/dev/nvme12"))
+        );
+        for bad in ["/dev/sda", "/dev/nvme0", "/dev/ngn1", "/dev/nvmeXn1"] {
+            assert_eq!(controller_of(Path::new(bad)), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn opening_a_missing_device_is_an_error() {
+        assert!(matches!(
+            Device::open(Path::new("/dev/sda")),
+            Err(NvmeError::BadPath(_))
+        ));
+        assert!(matches!(
+            Device::open(Path::new("/nonexistent/nvme9n1")),
+            Err(NvmeError::Io { .. })
+        ));
+    }
+}

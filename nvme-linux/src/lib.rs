@@ -1,0 +1,47 @@
+//! The Linux kernel's NVMe passthrough interface: an admin or I/O command
+//! (the 64-byte SQE's fields) and a user buffer go to the kernel with
+//! `NVME_IOCTL_ADMIN_CMD` / `NVME_IOCTL_IO_CMD` on the controller's char
+//! device (`/dev/nvmeX`) or a namespace (`/dev/nvmeXnY`, `/dev/ngXnY`); the
+//! kernel builds the PRPs, and returns the NVMe status and result dword.
+//!
+//! | module | owns |
+//! | --- | --- |
+//! | [`cmd`] | `struct nvme_passthru_cmd` and the ioctl numbers (layout tested) |
+//! | `sys` | the `ioctl(2)` calls — the crate's only `unsafe` (Linux only) |
+//! | [`device`] | [`Device`]: a controller and one namespace, commands in, completions out, with the transfer limit |
+
+#![deny(unsafe_code)]
+
+pub mod cmd;
+#[cfg(target_os = "linux")]
+pub mod device;
+#[cfg(target_os = "linux")]
+mod sys;
+
+pub use cmd::PassthruCmd;
+#[cfg(target_os = "linux")]
+pub use device::{Completion, Data, Device};
+
+/// Why a passthrough command did not reach the device or come back.
+#[derive(Debug, thiserror::Error)]
+pub enum NvmeError {
+    /// Opening a device file, or the ioctl itself, failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was attempted.
+        what: String,
+        /// The system error.
+        source: std::io::Error,
+    },
+    /// A buffer larger than one command may move.
+    #[error("{len} bytes in one command, the limit is {limit}")]
+    TooLarge {
+        /// Bytes asked.
+        len: usize,
+        /// Bytes allowed.
+        limit: usize,
+    },
+    /// The path does not name an NVMe controller or namespace.
+    #[error("{0}: not an NVMe namespace (/dev/nvmeXnY or /dev/ngXnY)")]
+    BadPath(String),
+}
