@@ -6,7 +6,7 @@ use nvme_linux::{Data, Device};
 use proto::{Opcode, Sqe};
 
 /// Identify Controller: vendor id, model, MDTS in bytes (0 = no limit).
-fn identify(dev: &Device) -> Result<(u16, String, usize), String> {
+fn identify(dev: &mut Device) -> Result<(u16, String, usize), String> {
     let mut sqe = Sqe::new(Opcode(0x06));
     sqe.cdw10 = 1;
     let mut buf = vec![0u8; 4096];
@@ -24,7 +24,7 @@ fn identify(dev: &Device) -> Result<(u16, String, usize), String> {
 }
 
 /// Identify Namespace: LBA size and count.
-fn namespace(dev: &Device) -> Result<(usize, u64), String> {
+fn namespace(dev: &mut Device) -> Result<(usize, u64), String> {
     let mut sqe = Sqe::new(Opcode(0x06));
     sqe.nsid = dev.nsid();
     sqe.cdw10 = 0;
@@ -43,7 +43,7 @@ fn namespace(dev: &Device) -> Result<(usize, u64), String> {
 
 /// Writes then reads `data` at `lba`, split into commands of at most the
 /// device's transfer limit.
-fn write_read(dev: &Device, lba_size: usize, lba: u64, data: &[u8]) -> Result<usize, String> {
+fn write_read(dev: &mut Device, lba_size: usize, lba: u64, data: &[u8]) -> Result<usize, String> {
     let chunk = dev.max_transfer() / lba_size * lba_size;
     let mut commands = 0;
     for (write, opcode) in [(true, 0x01u8), (false, 0x02)] {
@@ -84,13 +84,13 @@ fn write_read(dev: &Device, lba_size: usize, lba: u64, data: &[u8]) -> Result<us
 /// limit, and vendor commands rejected cleanly.
 pub(crate) fn ioctl_path(ns: &Path) -> Result<(), String> {
     let mut dev = Device::open(ns).map_err(|e| e.to_string())?;
-    let (vid, model, mdts) = identify(&dev)?;
+    let (vid, model, mdts) = identify(&mut dev)?;
     dev.limit_transfer(mdts);
     println!(
         "guest-test ioctl: identify ok: vendor {vid:#06x}, model {model:?}, MDTS {mdts} B, per command {} B",
         dev.max_transfer()
     );
-    let (lba_size, lbas) = namespace(&dev)?;
+    let (lba_size, lbas) = namespace(&mut dev)?;
     println!(
         "guest-test ioctl: namespace {} of {lbas} x {lba_size} B blocks",
         dev.nsid()
@@ -102,7 +102,7 @@ pub(crate) fn ioctl_path(ns: &Path) -> Result<(), String> {
         let data: Vec<u8> = (0..size)
             .map(|j| (j * 31 + i * 7 + j / 4096) as u8)
             .collect();
-        let cmds = write_read(&dev, lba_size, lba, &data)?;
+        let cmds = write_read(&mut dev, lba_size, lba, &data)?;
         println!("guest-test ioctl: {size} B written and read back in {cmds} commands");
         lba += (size / lba_size) as u64;
     }

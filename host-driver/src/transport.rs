@@ -13,11 +13,14 @@
 //! | [`sim`] | [`SimTransport`]: the in-process simulated board |
 //! | [`link`] | [`LinkTransport`]: the host end of the board link (firmware under QEMU) |
 //! | [`any`] | [`DeviceSpec`] (`sim`, `qemu:<board>`) and [`AnyTransport`] |
+//! | [`linux`] | [`LinuxNvme`]: a device behind the Linux NVMe driver (passthrough ioctls), with the system-call layer swappable |
 //! | [`qemu`] | [`QemuTransport`]: boots the firmware under QEMU and talks to it over the link |
 //! | `staging` | a command's data pages and PRPs in modelled host memory |
 
 pub mod any;
 pub mod link;
+#[cfg(target_os = "linux")]
+pub mod linux;
 pub mod qemu;
 pub mod ring;
 pub mod sim;
@@ -25,6 +28,8 @@ mod staging;
 
 pub use any::{AnyTransport, DeviceSpec};
 pub use link::LinkTransport;
+#[cfg(target_os = "linux")]
+pub use linux::{LinuxNvme, SimPassthru};
 pub use qemu::{QemuBoard, QemuExit, QemuTransport};
 pub use sim::SimTransport;
 

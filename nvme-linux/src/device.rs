@@ -34,6 +34,24 @@ pub struct Completion {
     pub dw0: u32,
 }
 
+/// What moves one passthrough command: the kernel's ioctls ([`Device`]),
+/// or anything else that takes the same command and buffer (a simulated
+/// device in tests). `cmd.addr` and `cmd.data_len` are set from `data` by
+/// the implementation; it returns the completion.
+pub trait Passthru {
+    /// Runs `cmd` (admin or I/O) with `data`.
+    fn passthru(
+        &mut self,
+        admin: bool,
+        cmd: &mut PassthruCmd,
+        data: Data<'_>,
+    ) -> Result<Completion, NvmeError>;
+    /// Bytes one command may move.
+    fn max_transfer(&self) -> usize;
+    /// The namespace id of I/O commands that carry none.
+    fn nsid(&self) -> u32;
+}
+
 /// A controller (`/dev/nvmeX`) and a namespace of it.
 #[derive(Debug)]
 pub struct Device {
@@ -115,11 +133,56 @@ impl Device {
 
     /// Runs `sqe` as an admin (`admin`) or I/O command with `data`; an I/O
     /// command without a namespace id gets this namespace's.
-    pub fn exec(&self, admin: bool, sqe: &Sqe, data: Data<'_>) -> Result<Completion, NvmeError> {
-        let mut cmd = PassthruCmd::from_sqe(sqe);
-        if !admin && cmd.nsid == 0 {
-            cmd.nsid = self.nsid;
-        }
+    pub fn exec(
+        &mut self,
+        admin: bool,
+        sqe: &Sqe,
+        data: Data<'_>,
+    ) -> Result<Completion, NvmeError> {
+        exec(self, admin, sqe, data)
+    }
+}
+
+/// Runs `sqe` through `p` (see [`Device::exec`]).
+pub fn exec<P: Passthru + ?Sized>(
+    p: &mut P,
+    admin: bool,
+    sqe: &Sqe,
+    data: Data<'_>,
+) -> Result<Completion, NvmeError> {
+    let mut cmd = PassthruCmd::from_sqe(sqe);
+    if !admin && cmd.nsid == 0 {
+        cmd.nsid = p.nsid();
+    }
+    let len = match &data {
+        Data::None => 0,
+        Data::Out(b) => b.len(),
+        Data::In(b) => b.len(),
+    };
+    if len > p.max_transfer() {
+        return Err(NvmeError::TooLarge {
+            len,
+            limit: p.max_transfer(),
+        });
+    }
+    p.passthru(admin, &mut cmd, data)
+}
+
+impl Passthru for Device {
+    fn max_transfer(&self) -> usize {
+        self.max_transfer
+    }
+
+    fn nsid(&self) -> u32 {
+        self.nsid
+    }
+
+    fn passthru(
+        &mut self,
+        admin: bool,
+        cmd: &mut PassthruCmd,
+        data: Data<'_>,
+    ) -> Result<Completion, NvmeError> {
         let len = match &data {
             Data::None => 0,
             Data::Out(b) => b.len(),
@@ -142,7 +205,7 @@ impl Device {
         } else {
             (&self.ns, NVME_IOCTL_IO_CMD)
         };
-        let status = sys::passthru(fd, req, &mut cmd)
+        let status = sys::passthru(fd, req, cmd)
             .map_err(|e| io_err(format!("passthrough opcode {:#04x}", cmd.opcode), e))?;
         Ok(Completion {
             status: status as u16,

@@ -20,7 +20,7 @@ mod sys;
 
 pub use cmd::PassthruCmd;
 #[cfg(target_os = "linux")]
-pub use device::{Completion, Data, Device};
+pub use device::{Completion, Data, Device, Passthru, exec};
 
 /// Why a passthrough command did not reach the device or come back.
 #[derive(Debug, thiserror::Error)]

@@ -152,6 +152,9 @@ fn same(a: Option<f64>, b: Option<f64>) -> bool {
     }
 }
 
+/// K, V and q of some heads, fp16 bits.
+type HeadsBits = (Vec<u16>, Vec<u16>, Vec<u16>);
+
 /// Where the simulated points' keys, values and queries come from.
 #[derive(Clone, Debug, Default)]
 pub enum KvSource {
@@ -171,7 +174,7 @@ impl KvSource {
         heads: usize,
         s: usize,
         d: usize,
-    ) -> Result<(Vec<u16>, Vec<u16>, Vec<u16>), RunError> {
+    ) -> Result<HeadsBits, RunError> {
         match self {
             Self::Synthetic => {
                 let seed = (s * 1000 + heads * 10 + seq) as u64;

@@ -85,7 +85,7 @@ pub fn resolve_method(
 }
 
 /// Device settings of a job.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceChoice {
     /// Which device (`sim` by default).
     pub device: DeviceSpec,
@@ -300,7 +300,7 @@ pub fn attend(
             proto::vendor::MAX_DIM_GROUP
         )));
     }
-    let mut array = device_array(dev.device, dev.devices, dev.page_size)?;
+    let mut array = device_array(&dev.device, dev.devices, dev.page_size)?;
     let group = inputs.q_heads / inputs.kv_heads;
     check_caps(
         &array.devices()[0].info().caps,

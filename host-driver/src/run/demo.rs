@@ -24,7 +24,7 @@ use super::{RunError, check_page_size, input};
 use crate::transport::DeviceSpec;
 
 /// Demo settings.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DemoParams {
     /// Layers per sequence.
     pub layers: usize,
@@ -217,7 +217,7 @@ pub fn run_demo(p: &DemoParams) -> Result<DemoReport, RunError> {
         rows.push(run_method(p, shape, &data, sparf)?);
     }
     Ok(DemoReport {
-        params: *p,
+        params: p.clone(),
         rows,
         wall_total_ms: started.elapsed().as_secs_f64() * 1e3,
     })
@@ -230,7 +230,10 @@ fn run_method(
     sparf: bool,
 ) -> Result<DemoRow, RunError> {
     let (kvh, d, total) = (p.kv_heads, p.head_dim, p.prompt + p.steps);
-    let mut dev = InStorage::new(device_array(p.device, p.devices, p.page_size)?, p.dim_group);
+    let mut dev = InStorage::new(
+        device_array(&p.device, p.devices, p.page_size)?,
+        p.dim_group,
+    );
     let mut host = HostDense::new();
     for seq in 0..p.seqs {
         dev.open(seq as u32, shape)?;

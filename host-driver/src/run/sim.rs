@@ -14,7 +14,7 @@ pub fn sim_array(devices: usize, page_size: u32) -> Result<CsdArray<SimTransport
 
 /// `devices` fresh drives of kind `spec` with `page_size`-byte flash pages.
 pub fn device_array(
-    spec: DeviceSpec,
+    spec: &DeviceSpec,
     devices: usize,
     page_size: u32,
 ) -> Result<CsdArray<AnyTransport>, RunError> {

@@ -7,36 +7,50 @@ use super::{
 };
 
 /// Which device to use.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum DeviceSpec {
     /// The simulated board, in process.
     #[default]
     Sim,
     /// The firmware under QEMU on this board.
     Qemu(QemuBoard),
+    /// A drive behind the Linux NVMe driver: its namespace
+    /// (`/dev/nvmeXnY` or `/dev/ngXnY`), reached by passthrough ioctls.
+    #[cfg(target_os = "linux")]
+    Linux(std::path::PathBuf),
 }
 
 impl DeviceSpec {
-    /// `sim`, `qemu:zynqmp` or `qemu:zynq7000`.
+    /// `sim`, `qemu:zynqmp`, `qemu:zynq7000` or (Linux) a namespace path
+    /// under `/dev`.
     pub fn parse(s: &str) -> Result<Self, String> {
+        #[cfg(target_os = "linux")]
+        if s.starts_with("/dev/") {
+            return Ok(Self::Linux(std::path::PathBuf::from(s)));
+        }
         match s.split_once(':') {
             None if s == "sim" => Ok(Self::Sim),
             Some(("qemu", b)) => QemuBoard::parse(b)
                 .map(Self::Qemu)
                 .ok_or_else(|| format!("unknown QEMU board {b:?} (zynqmp or zynq7000)")),
             _ => Err(format!(
-                "unknown device {s:?} (sim, qemu:zynqmp or qemu:zynq7000)"
+                "unknown device {s:?} (sim, qemu:zynqmp, qemu:zynq7000 or /dev/ngXnY)"
             )),
         }
     }
 
-    /// Starts one device with `page_size`-byte flash pages.
-    pub fn open(self, page_size: u32) -> Result<AnyTransport, TransportError> {
+    /// Starts one device with `page_size`-byte flash pages (the simulated
+    /// and QEMU boards; a real drive has its own).
+    pub fn open(&self, page_size: u32) -> Result<AnyTransport, TransportError> {
         Ok(match self {
+            #[cfg(target_os = "linux")]
+            Self::Linux(path) => AnyTransport::Linux(Box::new(super::LinuxNvme::new(
+                nvme_linux::Device::open(path)?,
+            ))),
             Self::Sim => AnyTransport::Sim(Box::new(SimTransport::new(page_size)?)),
             Self::Qemu(b) => {
                 let elf = b.find_firmware()?;
-                AnyTransport::Qemu(Box::new(QemuTransport::spawn(b, &elf, page_size)?))
+                AnyTransport::Qemu(Box::new(QemuTransport::spawn(*b, &elf, page_size)?))
             }
         })
     }
@@ -47,6 +61,8 @@ impl std::fmt::Display for DeviceSpec {
         match self {
             Self::Sim => f.write_str("sim"),
             Self::Qemu(b) => write!(f, "qemu:{}", b.name()),
+            #[cfg(target_os = "linux")]
+            Self::Linux(p) => write!(f, "{}", p.display()),
         }
     }
 }
@@ -58,6 +74,9 @@ pub enum AnyTransport {
     Sim(Box<SimTransport>),
     /// The firmware under QEMU.
     Qemu(Box<QemuTransport>),
+    /// A drive behind the Linux NVMe driver.
+    #[cfg(target_os = "linux")]
+    Linux(Box<super::LinuxNvme<nvme_linux::Device>>),
 }
 
 impl AnyTransport {
@@ -65,6 +84,8 @@ impl AnyTransport {
         match self {
             Self::Sim(t) => t.as_mut(),
             Self::Qemu(t) => t.as_mut(),
+            #[cfg(target_os = "linux")]
+            Self::Linux(t) => t.as_mut(),
         }
     }
 }
@@ -86,6 +107,8 @@ impl Transport for AnyTransport {
         match self {
             Self::Sim(t) => t.in_flight(),
             Self::Qemu(t) => t.in_flight(),
+            #[cfg(target_os = "linux")]
+            Self::Linux(t) => t.in_flight(),
         }
     }
 
@@ -93,6 +116,8 @@ impl Transport for AnyTransport {
         match self {
             Self::Sim(t) => t.device_time(),
             Self::Qemu(t) => t.device_time(),
+            #[cfg(target_os = "linux")]
+            Self::Linux(t) => t.device_time(),
         }
     }
 }
@@ -114,5 +139,10 @@ mod tests {
         );
         assert!(DeviceSpec::parse("qemu:cosmos").is_err());
         assert!(DeviceSpec::parse("nvme0").is_err());
+        #[cfg(target_os = "linux")]
+        assert_eq!(
+            DeviceSpec::parse("/dev/ng0n1"),
+            Ok(DeviceSpec::Linux("/dev/ng0n1".into()))
+        );
     }
 }
