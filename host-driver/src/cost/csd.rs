@@ -168,13 +168,7 @@ pub enum KvSource {
 impl KvSource {
     /// `heads` heads of `s` tokens of d = `d` for sequence `seq`: K and V
     /// `[heads][s][d]`, q `[heads][d]`, fp16 bits.
-    fn heads(
-        &self,
-        seq: usize,
-        heads: usize,
-        s: usize,
-        d: usize,
-    ) -> Result<HeadsBits, RunError> {
+    fn heads(&self, seq: usize, heads: usize, s: usize, d: usize) -> Result<HeadsBits, RunError> {
         match self {
             Self::Synthetic => {
                 let seed = (s * 1000 + heads * 10 + seq) as u64;
