@@ -7,15 +7,18 @@
 //! | --- | --- |
 //! | [`InStorage`] | on a [`crate::array::CsdArray`] (fp16 over the wire, integer engine) |
 //! | [`HostDense`] | on the host: the f32 reference (the accuracy yardstick, every method) or the device's engine model |
+//! | [`SsdOffload`] | on the host, with the KV cache on a plain NVMe drive (standard Read/Write) |
 
 mod error;
 mod host_dense;
 mod in_storage;
 mod lengths;
+mod ssd_offload;
 
 pub use error::BackendError;
 pub use host_dense::{Arithmetic, HostDense};
 pub use in_storage::InStorage;
+pub use ssd_offload::SsdOffload;
 
 use attention::shape::Method;
 

@@ -57,4 +57,7 @@ pub enum BackendError {
     /// The model shape is invalid or does not fit the device.
     #[error("invalid shape: {0}")]
     Shape(String),
+    /// The drive holding the KV cache (plain storage) failed or is full.
+    #[error("KV store: {0}")]
+    Storage(String),
 }
