@@ -17,10 +17,12 @@
 mod error;
 mod identify;
 pub mod payload;
+mod probe;
 mod reply;
 
 pub use error::CsdError;
 pub use identify::DeviceInfo;
+pub use probe::{Drive, PlainDrive, probe};
 
 use identify::identify;
 use reply::{bad_reply, check_status, parse_fetch};
@@ -94,12 +96,17 @@ impl<T: Transport> Csd<T> {
     /// [`CsdError::NotInstCsd`] for a plain NVMe drive.
     pub fn new(mut transport: T) -> Result<Self, CsdError> {
         let info = identify(&mut transport)?;
-        Ok(Self {
+        Ok(Self::with_info(transport, info))
+    }
+
+    /// A device whose Identify data was read already.
+    pub(crate) fn with_info(transport: T, info: DeviceInfo) -> Self {
+        Self {
             transport,
             info,
             seqs: HashMap::new(),
             done: HashMap::new(),
-        })
+        }
     }
 
     /// Identify data read at construction.

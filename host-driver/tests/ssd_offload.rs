@@ -31,10 +31,28 @@ impl RamNamespace {
 }
 
 impl Transport for RamNamespace {
-    fn admin(&mut self, _req: IoRequest) -> Result<IoResult, TransportError> {
-        Err(TransportError::DeviceFailed(
-            "no admin commands here".into(),
-        ))
+    /// Identify Controller (model, MDTS 5 = 128 KiB, no InstCSD block)
+    /// and Identify Namespace (512 B blocks); nothing else.
+    fn admin(&mut self, req: IoRequest) -> Result<IoResult, TransportError> {
+        let mut data = vec![0u8; 4096];
+        let status = match (req.sqe.opcode().0, req.sqe.cdw10) {
+            (0x06, 1) => {
+                data[24..24 + 12].copy_from_slice(b"RAM NVMe 512");
+                data[77] = 5;
+                Status::SUCCESS
+            }
+            (0x06, 0) => {
+                let blocks = (self.data.len() / 512) as u64;
+                data[0..8].copy_from_slice(&blocks.to_le_bytes());
+                data[130] = 9;
+                Status::SUCCESS
+            }
+            _ => Status::INVALID_OPCODE,
+        };
+        Ok(IoResult {
+            cqe: Cqe::new(0, 0, 0, status, 0, false),
+            data,
+        })
     }
 
     fn submit(&mut self, req: IoRequest) -> Result<u16, TransportError> {
@@ -171,4 +189,21 @@ fn offload_space_and_capacity_errors() {
     ssd.close(2).unwrap();
     ssd.open(3, shape).unwrap();
     assert!(SsdOffload::new(RamNamespace::new(4), 500, 4, 4096, 16).is_err());
+}
+
+#[test]
+fn probe_tells_instcsd_from_plain_storage() {
+    use host_driver::csd::{Drive, probe};
+    use host_driver::transport::SimTransport;
+    match probe(SimTransport::new(4096).unwrap()).unwrap() {
+        Drive::InstCsd(csd) => assert!(csd.info().caps.channels > 0),
+        Drive::Plain(..) => panic!("the simulated board is an InstCSD"),
+    }
+    match probe(RamNamespace::new(2048)).unwrap() {
+        Drive::Plain(_, p) => {
+            assert_eq!((p.lba_size, p.lbas, p.max_transfer), (512, 2048, 128 << 10));
+            assert_eq!(p.model, "RAM NVMe 512");
+        }
+        Drive::InstCsd(_) => panic!("a plain namespace"),
+    }
 }

@@ -1,6 +1,6 @@
 //! `instinfer identify`: the capability block, human readable or JSON.
 
-use host_driver::csd::{Csd, CsdError, DeviceInfo};
+use host_driver::csd::{CsdError, DeviceInfo, Drive, probe};
 use host_driver::run::RunError;
 use host_driver::transport::DeviceSpec;
 use serde_json::json;
@@ -25,7 +25,35 @@ pub fn run(a: Args) -> Result<(), RunError> {
         .device
         .open(super::page_size(&a.page_size))
         .map_err(CsdError::from)?;
-    let csd = Csd::new(t)?;
+    let csd = match probe(t)? {
+        Drive::InstCsd(csd) => csd,
+        Drive::Plain(_, p) => {
+            // A plain NVMe drive: the KV cache goes on it, attention stays
+            // on the host.
+            if a.json {
+                println!(
+                    "{}",
+                    json!({
+                        "kind": "plain-nvme",
+                        "model": p.model,
+                        "block_bytes": p.lba_size,
+                        "blocks": p.lbas,
+                        "max_transfer_bytes": p.max_transfer,
+                        "backend": "ssd-offload",
+                    })
+                );
+            } else {
+                println!(
+                    "plain NVMe drive (no InstCSD capability block): {}\n\
+                     namespace 1           {} blocks of {} B\n\
+                     max transfer         {} B\n\
+                     backend              ssd-offload (KV cache on the drive, attention on the host)",
+                    p.model, p.lbas, p.lba_size, p.max_transfer
+                );
+            }
+            return Ok(());
+        }
+    };
     let info = csd.info();
     if a.json {
         println!("{}", to_json(info));
