@@ -50,7 +50,8 @@ fn run() -> Result<(), String> {
     if !ns.exists() {
         return Err("no /dev/nvme0n1 after loading nvme".into());
     }
-    tests::ioctl_path(ns)
+    tests::ioctl_path(ns)?;
+    tests::decode_loop(ns)
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -127,3 +127,105 @@ pub(crate) fn ioctl_path(ns: &Path) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// The decode loop with the KV cache on the drive: the transport probes a
+/// plain NVMe drive, the KV goes to it with standard Write commands and
+/// comes back with Read for every step, and the outputs equal the host
+/// reference's.
+pub(crate) fn decode_loop(ns: &Path) -> Result<(), String> {
+    use attention::shape::Method;
+    use host_driver::backend::{AttentionBackend, DecodeStep, HostDense, ModelShape, SsdOffload};
+    use host_driver::csd::{Drive, probe};
+    use host_driver::transport::LinuxNvme;
+
+    let dev = Device::open(ns).map_err(|e| e.to_string())?;
+    let limit = dev.max_transfer();
+    let t = LinuxNvme::new(dev);
+    let (t, plain) = match probe(t).map_err(|e| e.to_string())? {
+        Drive::Plain(t, p) => (t, p),
+        Drive::InstCsd(_) => return Err("QEMU's drive claims to be an InstCSD".into()),
+    };
+    println!(
+        "guest-test decode: probe: plain NVMe drive {:?}, {} x {} B blocks -> ssd-offload backend",
+        plain.model, plain.lbas, plain.lba_size
+    );
+    let mut ssd = SsdOffload::new(
+        t,
+        plain.lba_size,
+        plain.lbas,
+        plain.max_transfer.min(limit),
+        512,
+    )
+    .map_err(|e| e.to_string())?;
+    let mut host = HostDense::new();
+    let shape = ModelShape {
+        layers: 2,
+        q_heads: 9,
+        kv_heads: 3,
+        head_dim: 64,
+    };
+    let (seqs, prompt, steps) = (3u32, 256usize, 64u64);
+    let data = |seed: u64, n: usize| -> Vec<f32> {
+        let mut r = attention::testdata::SplitMix64::new(seed);
+        (0..n).map(|_| r.normal()).collect()
+    };
+    for seq in 0..seqs {
+        for b in [&mut ssd as &mut dyn AttentionBackend, &mut host] {
+            b.open(seq, shape).map_err(|e| e.to_string())?;
+            for layer in 0..shape.layers {
+                let n = shape.kv_heads * prompt * shape.head_dim;
+                let seed = u64::from(seq) * 10 + layer as u64;
+                b.append(seq, layer, &data(seed, n), &data(seed + 5, n))
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    let start = std::time::Instant::now();
+    let mut worst = 0f32;
+    let mut read = 0u64;
+    for step in 0..steps {
+        for layer in 0..shape.layers {
+            let mut batch = Vec::new();
+            let inputs: Vec<(Vec<f32>, Vec<f32>, Vec<f32>)> = (0..seqs)
+                .map(|seq| {
+                    let s = 1000 + step * 100 + u64::from(seq) * 10 + layer as u64;
+                    (
+                        data(s, shape.q_heads * shape.head_dim),
+                        data(s + 1, shape.kv_heads * shape.head_dim),
+                        data(s + 2, shape.kv_heads * shape.head_dim),
+                    )
+                })
+                .collect();
+            for (seq, (q, k, v)) in inputs.iter().enumerate() {
+                batch.push(DecodeStep {
+                    seq: seq as u32,
+                    layer,
+                    q,
+                    kv_new: Some((k, v)),
+                    method: Method::Dense,
+                });
+            }
+            let a = ssd.decode(&batch).map_err(|e| e.to_string())?;
+            read += ssd.last_read_bytes;
+            let b = host.decode(&batch).map_err(|e| e.to_string())?;
+            for (x, y) in a.iter().flatten().zip(b.iter().flatten()) {
+                worst = worst.max((x - y).abs());
+            }
+        }
+    }
+    if worst > 1e-4 {
+        return Err(format!(
+            "decode outputs differ from the host reference by {worst}"
+        ));
+    }
+    println!(
+        "guest-test decode: {seqs} sequences x {} layers, prompt {prompt} + {steps} steps: max |drive - host| {worst:.1e}, {:.1} MB read from the drive, {:.1} s (emulated drive)",
+        shape.layers,
+        read as f64 / 1e6,
+        start.elapsed().as_secs_f64()
+    );
+    for seq in 0..seqs {
+        ssd.close(seq).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}

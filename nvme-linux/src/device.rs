@@ -10,9 +10,13 @@ use crate::NvmeError;
 use crate::cmd::{NVME_IOCTL_ADMIN_CMD, NVME_IOCTL_IO_CMD, PassthruCmd};
 use crate::sys;
 
-/// The kernel's largest passthrough transfer with scattered 4 KiB pages
-/// (`max_segments` 127 × 4 KiB = 508 KiB on QEMU's controller).
-pub const KERNEL_MAX_TRANSFER: usize = 508 << 10;
+/// The kernel's largest passthrough transfer from any user buffer: it maps
+/// the buffer's pages as segments, at most 127 of them on QEMU's controller
+/// (508 KiB), and a buffer that does not start on a page boundary spans one
+/// page more than its length, so 126 pages (504 KiB) always fit. (Found in
+/// the guest test: a 508 KiB chunk of a buffer off a page boundary gets
+/// EINVAL.)
+pub const KERNEL_MAX_TRANSFER: usize = 504 << 10;
 
 /// The data phase of a command.
 #[derive(Debug)]

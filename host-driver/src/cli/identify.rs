@@ -26,7 +26,7 @@ pub fn run(a: Args) -> Result<(), RunError> {
         .open(super::page_size(&a.page_size))
         .map_err(CsdError::from)?;
     let csd = match probe(t)? {
-        Drive::InstCsd(csd) => csd,
+        Drive::InstCsd(csd) => *csd,
         Drive::Plain(_, p) => {
             // A plain NVMe drive: the KV cache goes on it, attention stays
             // on the host.

@@ -27,7 +27,7 @@ pub struct PlainDrive {
 #[derive(Debug)]
 pub enum Drive<T: Transport> {
     /// An InstCSD: attention runs in the drive.
-    InstCsd(Csd<T>),
+    InstCsd(Box<Csd<T>>),
     /// A plain NVMe drive: KV on it, attention on the host.
     Plain(T, PlainDrive),
 }
@@ -37,7 +37,7 @@ const IDENTIFY_NS: &str = "Identify Namespace";
 /// Reads Identify and decides; see the module docs.
 pub fn probe<T: Transport>(mut transport: T) -> Result<Drive<T>, CsdError> {
     match super::identify::identify(&mut transport) {
-        Ok(info) => return Ok(Drive::InstCsd(Csd::with_info(transport, info))),
+        Ok(info) => return Ok(Drive::InstCsd(Box::new(Csd::with_info(transport, info)))),
         Err(CsdError::NotInstCsd) => {}
         Err(e) => return Err(e),
     }
