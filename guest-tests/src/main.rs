@@ -51,7 +51,8 @@ fn run() -> Result<(), String> {
         return Err("no /dev/nvme0n1 after loading nvme".into());
     }
     tests::ioctl_path(ns)?;
-    tests::decode_loop(ns)
+    tests::decode_loop(ns)?;
+    tests::bench_ioctl(ns)
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -229,3 +229,33 @@ pub(crate) fn decode_loop(ns: &Path) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Commands per second and MB/s of reads through the ioctl path at queue
+/// depth 1 (each ioctl waits for its command). QEMU's drive: emulated
+/// timing, not an SSD's.
+pub(crate) fn bench_ioctl(ns: &Path) -> Result<(), String> {
+    let mut dev = Device::open(ns).map_err(|e| e.to_string())?;
+    for (size, count) in [(4096usize, 2000usize), (128 << 10, 200)] {
+        let mut buf = vec![0u8; size];
+        let start = std::time::Instant::now();
+        for i in 0..count {
+            let lba = ((i * size) % (32 << 20)) / 512;
+            let mut sqe = Sqe::new(Opcode(0x02));
+            sqe.cdw10 = lba as u32;
+            sqe.cdw12 = (size / 512 - 1) as u32;
+            let c = dev
+                .exec(false, &sqe, Data::In(&mut buf))
+                .map_err(|e| e.to_string())?;
+            if c.status != 0 {
+                return Err(format!("read status {:#06x}", c.status));
+            }
+        }
+        let s = start.elapsed().as_secs_f64();
+        println!(
+            "guest-test bench ioctl QD1 reads of {size} B: {:.0} commands/s, {:.1} MB/s (emulated drive, TCG)",
+            count as f64 / s,
+            (count * size) as f64 / s / 1e6
+        );
+    }
+    Ok(())
+}
