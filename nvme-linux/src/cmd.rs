@@ -61,6 +61,37 @@ pub const NVME_IOCTL_ID: u32 = ioc(0, 0x40, 0);
 pub const NVME_IOCTL_ADMIN_CMD: u32 = ioc(3, 0x41, 72);
 /// `NVME_IOCTL_IO_CMD`: `_IOWR('N', 0x43, struct nvme_passthru_cmd)`.
 pub const NVME_IOCTL_IO_CMD: u32 = ioc(3, 0x43, 72);
+/// `NVME_URING_CMD_IO`: `_IOWR('N', 0x80, struct nvme_uring_cmd)`, the
+/// `cmd_op` of an I/O passthrough through io_uring.
+pub const NVME_URING_CMD_IO: u32 = ioc(3, 0x80, 72);
+
+impl PassthruCmd {
+    /// The 72 bytes of `struct nvme_uring_cmd` (the same fields as
+    /// `nvme_passthru_cmd`, its last dword reserved), zero-padded to the
+    /// 80 bytes of a 128-byte SQE's command area.
+    pub fn uring_bytes(&self) -> [u8; 80] {
+        let mut b = [0u8; 80];
+        b[0] = self.opcode;
+        b[1] = self.flags;
+        b[4..8].copy_from_slice(&self.nsid.to_ne_bytes());
+        b[8..12].copy_from_slice(&self.cdw2.to_ne_bytes());
+        b[12..16].copy_from_slice(&self.cdw3.to_ne_bytes());
+        b[16..24].copy_from_slice(&self.metadata.to_ne_bytes());
+        b[24..32].copy_from_slice(&self.addr.to_ne_bytes());
+        b[32..36].copy_from_slice(&self.metadata_len.to_ne_bytes());
+        b[36..40].copy_from_slice(&self.data_len.to_ne_bytes());
+        for (i, w) in [
+            self.cdw10, self.cdw11, self.cdw12, self.cdw13, self.cdw14, self.cdw15,
+        ]
+        .iter()
+        .enumerate()
+        {
+            b[40 + 4 * i..44 + 4 * i].copy_from_slice(&w.to_ne_bytes());
+        }
+        b[64..68].copy_from_slice(&self.timeout_ms.to_ne_bytes());
+        b
+    }
+}
 
 impl PassthruCmd {
     /// The command of `sqe` (opcode, nsid, dwords 2, 3, 10–15); the data
@@ -94,6 +125,7 @@ mod tests {
         assert_eq!(NVME_IOCTL_ID, 0x4E40);
         assert_eq!(NVME_IOCTL_ADMIN_CMD, 0xC048_4E41);
         assert_eq!(NVME_IOCTL_IO_CMD, 0xC048_4E43);
+        assert_eq!(NVME_URING_CMD_IO, 0xC048_4E80);
     }
 
     #[test]
@@ -106,5 +138,9 @@ mod tests {
         let c = PassthruCmd::from_sqe(&sqe);
         assert_eq!((c.opcode, c.nsid, c.cdw10, c.cdw15), (0x86, 1, 7, 9));
         assert_eq!(c.addr, 0, "PRPs are the kernel's");
+        let b = c.uring_bytes();
+        assert_eq!(b[0], 0x86);
+        assert_eq!(&b[40..44], &7u32.to_ne_bytes(), "cdw10 at 40");
+        assert_eq!(&b[60..64], &9u32.to_ne_bytes(), "cdw15 at 60");
     }
 }

@@ -8,6 +8,7 @@
 //! | --- | --- |
 //! | [`cmd`] | `struct nvme_passthru_cmd` and the ioctl numbers (layout tested) |
 //! | `sys` | the `ioctl(2)` calls — the crate's only `unsafe` (Linux only) |
+//! | [`uring`] | [`Uring`]: I/O passthrough through io_uring (`IORING_OP_URING_CMD`), many commands in flight |
 //! | [`device`] | [`Device`]: a controller and one namespace, commands in, completions out, with the transfer limit |
 
 #![deny(unsafe_code)]
@@ -17,10 +18,14 @@ pub mod cmd;
 pub mod device;
 #[cfg(target_os = "linux")]
 mod sys;
+#[cfg(target_os = "linux")]
+pub mod uring;
 
 pub use cmd::PassthruCmd;
 #[cfg(target_os = "linux")]
 pub use device::{Completion, Data, Device, Passthru, exec};
+#[cfg(target_os = "linux")]
+pub use uring::Uring;
 
 /// Why a passthrough command did not reach the device or come back.
 #[derive(Debug, thiserror::Error)]
