@@ -133,20 +133,29 @@ pub(crate) fn ioctl_path(ns: &Path) -> Result<(), String> {
 /// comes back with Read for every step, and the outputs equal the host
 /// reference's.
 pub(crate) fn decode_loop(ns: &Path) -> Result<(), String> {
+    use host_driver::transport::{LinuxNvme, UringNvme};
+    let dev = Device::open(ns).map_err(|e| e.to_string())?;
+    let limit = dev.max_transfer();
+    decode_loop_with(LinuxNvme::new(dev), limit, "ioctl")?;
+    let t = UringNvme::open(Path::new("/dev/ng0n1")).map_err(|e| e.to_string())?;
+    decode_loop_with(t, limit, "uring")
+}
+
+fn decode_loop_with<T: host_driver::transport::Transport>(
+    t: T,
+    limit: usize,
+    label: &str,
+) -> Result<(), String> {
     use attention::shape::Method;
     use host_driver::backend::{AttentionBackend, DecodeStep, HostDense, ModelShape, SsdOffload};
     use host_driver::csd::{Drive, probe};
-    use host_driver::transport::LinuxNvme;
 
-    let dev = Device::open(ns).map_err(|e| e.to_string())?;
-    let limit = dev.max_transfer();
-    let t = LinuxNvme::new(dev);
     let (t, plain) = match probe(t).map_err(|e| e.to_string())? {
         Drive::Plain(t, p) => (t, p),
         Drive::InstCsd(_) => return Err("QEMU's drive claims to be an InstCSD".into()),
     };
     println!(
-        "guest-test decode: probe: plain NVMe drive {:?}, {} x {} B blocks -> ssd-offload backend",
+        "guest-test decode ({label}): probe: plain NVMe drive {:?}, {} x {} B blocks -> ssd-offload backend",
         plain.model, plain.lbas, plain.lba_size
     );
     let mut ssd = SsdOffload::new(
@@ -219,7 +228,7 @@ pub(crate) fn decode_loop(ns: &Path) -> Result<(), String> {
         ));
     }
     println!(
-        "guest-test decode: {seqs} sequences x {} layers, prompt {prompt} + {steps} steps: max |drive - host| {worst:.1e}, {:.1} MB read from the drive, {:.1} s (emulated drive)",
+        "guest-test decode ({label}): {seqs} sequences x {} layers, prompt {prompt} + {steps} steps: max |drive - host| {worst:.1e}, {:.1} MB read from the drive, {:.1} s (emulated drive)",
         shape.layers,
         read as f64 / 1e6,
         start.elapsed().as_secs_f64()
