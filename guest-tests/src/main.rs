@@ -53,7 +53,8 @@ fn run() -> Result<(), String> {
     tests::ioctl_path(ns)?;
     tests::decode_loop(ns)?;
     tests::bench_ioctl(ns)?;
-    tests::uring_path(std::path::Path::new("/dev/ng0n1"), 1)
+    tests::uring_path(std::path::Path::new("/dev/ng0n1"), 1)?;
+    tests::vfio_path()
 }
 
 #[cfg(not(target_os = "linux"))]

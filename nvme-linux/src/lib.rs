@@ -9,6 +9,7 @@
 //! | [`cmd`] | `struct nvme_passthru_cmd` and the ioctl numbers (layout tested) |
 //! | `sys` | the `ioctl(2)` calls — the crate's only `unsafe` (Linux only) |
 //! | [`uring`] | [`Uring`]: I/O passthrough through io_uring (`IORING_OP_URING_CMD`), many commands in flight |
+//! | [`vfio`] | [`vfio::VfioNvme`]: a user-space NVMe driver over VFIO (IOMMU-mapped DMA, polled queues) |
 //! | [`device`] | [`Device`]: a controller and one namespace, commands in, completions out, with the transfer limit |
 
 #![deny(unsafe_code)]
@@ -20,6 +21,11 @@ pub mod device;
 mod sys;
 #[cfg(target_os = "linux")]
 pub mod uring;
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+pub mod vfio;
 
 pub use cmd::PassthruCmd;
 #[cfg(target_os = "linux")]

@@ -4,10 +4,12 @@
 //! 1. Debian's current `linux-image-*-amd64` is fetched with `apt-get
 //!    download` and unpacked into `~/.cache/instinfer/guest` (once).
 //! 2. `guest-init` (crate `guest-tests`) is built as a static musl binary.
-//! 3. An initramfs holds it as `/init` and the `nvme` module with its
-//!    dependencies (and the crypto modules the integrity code asks for).
-//! 4. `qemu-system-x86_64 -M q35 -accel tcg` boots it with an NVMe drive
-//!    and `isa-debug-exit`; the guest prints its results on the serial
+//! 3. An initramfs holds it as `/init` and the `nvme`, `vfio_pci` and
+//!    `vfio_iommu_type1` modules with their dependencies (and the crypto
+//!    modules the integrity code asks for).
+//! 4. `qemu-system-x86_64 -M q35 -accel tcg` boots it with an IOMMU
+//!    (`intel-iommu`, `intel_iommu=on`), an NVMe drive and
+//!    `isa-debug-exit`; the guest prints its results on the serial
 //!    console and exits QEMU with 33 (pass) or 35 (fail).
 
 mod cpio;
@@ -21,7 +23,13 @@ use crate::cargo;
 use cpio::Entry;
 
 /// Modules the guest loads (dependencies are added).
-const MODULES: [&str; 3] = ["crc64_rocksoft_generic", "crct10dif_generic", "nvme"];
+const MODULES: [&str; 5] = [
+    "crc64_rocksoft_generic",
+    "crct10dif_generic",
+    "nvme",
+    "vfio_iommu_type1",
+    "vfio_pci",
+];
 /// QEMU's exit status when the guest passed (isa-debug-exit 0x10).
 const PASS: i32 = 33;
 /// How long a boot may take.
@@ -93,13 +101,26 @@ pub fn main() -> Result<(), String> {
     );
     let start = Instant::now();
     let mut child = Command::new("qemu-system-x86_64")
-        .args(["-M", "q35", "-accel", "tcg", "-m", "512M", "-smp", "1"])
+        .args([
+            "-M",
+            "q35,kernel-irqchip=split",
+            "-accel",
+            "tcg",
+            "-m",
+            "512M",
+            "-smp",
+            "1",
+        ])
+        .args(["-device", "intel-iommu,intremap=on"])
         .args(["-nographic", "-no-reboot", "-monitor", "none"])
         .arg("-kernel")
         .arg(&k.image)
         .arg("-initrd")
         .arg(&initrd)
-        .args(["-append", "console=ttyS0 quiet panic=-1 rdinit=/init"])
+        .args([
+            "-append",
+            "console=ttyS0 quiet panic=-1 rdinit=/init intel_iommu=on",
+        ])
         .arg("-drive")
         .arg(format!("file={},if=none,id=nvm,format=raw", disk.display()))
         .args(["-device", "nvme,serial=instinfer0,drive=nvm"])
