@@ -41,8 +41,10 @@ pub struct Args {
     /// SparF: most recent tokens always kept [default: topk/4].
     #[arg(long)]
     local: Option<usize>,
-    /// The device: `sim` (the simulated board) or `qemu:zynqmp` /
-    /// `qemu:zynq7000` (the firmware under QEMU; `cargo xtask qemu` builds it).
+    /// The device: `sim` (the simulated board), `qemu:zynqmp` /
+    /// `qemu:zynq7000` (the firmware under QEMU; `cargo xtask qemu` builds
+    /// it), a Linux NVMe namespace (`/dev/ngXnY`) or a drive bound to
+    /// vfio-pci (`vfio:0000:00:04.0`).
     #[arg(long, default_value = "sim", value_parser = super::device_parser)]
     device: DeviceSpec,
     /// Drives sharing the KV heads.

@@ -19,8 +19,10 @@ pub struct Args {
     /// Prompt tokens prefilled per sequence.
     #[arg(long, default_value_t = 1024)]
     prompt: usize,
-    /// The device: `sim` (the simulated board) or `qemu:zynqmp` /
-    /// `qemu:zynq7000` (the firmware under QEMU; `cargo xtask qemu` builds it).
+    /// The device: `sim` (the simulated board), `qemu:zynqmp` /
+    /// `qemu:zynq7000` (the firmware under QEMU; `cargo xtask qemu` builds
+    /// it), a Linux NVMe namespace (`/dev/ngXnY`) or a drive bound to
+    /// vfio-pci (`vfio:0000:00:04.0`).
     #[arg(long, default_value = "sim", value_parser = super::device_parser)]
     device: DeviceSpec,
     /// Drives sharing the KV heads.

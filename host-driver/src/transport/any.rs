@@ -18,6 +18,13 @@ pub enum DeviceSpec {
     /// (`/dev/nvmeXnY` or `/dev/ngXnY`), reached by passthrough ioctls.
     #[cfg(target_os = "linux")]
     Linux(std::path::PathBuf),
+    /// A drive driven from user space over VFIO: its PCI address
+    /// (`vfio:0000:00:04.0`, bound to `vfio-pci`).
+    #[cfg(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    ))]
+    Vfio(String),
 }
 
 impl DeviceSpec {
@@ -28,13 +35,20 @@ impl DeviceSpec {
         if s.starts_with("/dev/") {
             return Ok(Self::Linux(std::path::PathBuf::from(s)));
         }
+        #[cfg(all(
+            target_os = "linux",
+            any(target_arch = "x86_64", target_arch = "aarch64")
+        ))]
+        if let Some(bdf) = s.strip_prefix("vfio:") {
+            return Ok(Self::Vfio(bdf.to_string()));
+        }
         match s.split_once(':') {
             None if s == "sim" => Ok(Self::Sim),
             Some(("qemu", b)) => QemuBoard::parse(b)
                 .map(Self::Qemu)
                 .ok_or_else(|| format!("unknown QEMU board {b:?} (zynqmp or zynq7000)")),
             _ => Err(format!(
-                "unknown device {s:?} (sim, qemu:zynqmp, qemu:zynq7000 or /dev/ngXnY)"
+                "unknown device {s:?} (sim, qemu:zynqmp, qemu:zynq7000, /dev/ngXnY or vfio:<PCI address>)"
             )),
         }
     }
@@ -47,6 +61,19 @@ impl DeviceSpec {
             Self::Linux(path) => AnyTransport::Linux(Box::new(super::LinuxNvme::new(
                 nvme_linux::Device::open(path)?,
             ))),
+            #[cfg(all(
+                target_os = "linux",
+                any(target_arch = "x86_64", target_arch = "aarch64")
+            ))]
+            Self::Vfio(bdf) => {
+                let link = std::fs::read_link(format!("/sys/bus/pci/devices/{bdf}/iommu_group"))
+                    .map_err(|e| TransportError::Setup(format!("{bdf}: no IOMMU group ({e})")))?;
+                let group =
+                    std::path::Path::new("/dev/vfio").join(link.file_name().unwrap_or_default());
+                AnyTransport::Vfio(Box::new(super::LinuxNvme::new(
+                    nvme_linux::vfio::VfioNvme::open(bdf, &group)?,
+                )))
+            }
             Self::Sim => AnyTransport::Sim(Box::new(SimTransport::new(page_size)?)),
             Self::Qemu(b) => {
                 let elf = b.find_firmware()?;
@@ -63,6 +90,11 @@ impl std::fmt::Display for DeviceSpec {
             Self::Qemu(b) => write!(f, "qemu:{}", b.name()),
             #[cfg(target_os = "linux")]
             Self::Linux(p) => write!(f, "{}", p.display()),
+            #[cfg(all(
+                target_os = "linux",
+                any(target_arch = "x86_64", target_arch = "aarch64")
+            ))]
+            Self::Vfio(b) => write!(f, "vfio:{b}"),
         }
     }
 }
@@ -77,6 +109,12 @@ pub enum AnyTransport {
     /// A drive behind the Linux NVMe driver.
     #[cfg(target_os = "linux")]
     Linux(Box<super::LinuxNvme<nvme_linux::Device>>),
+    /// A drive driven from user space over VFIO.
+    #[cfg(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    ))]
+    Vfio(Box<super::LinuxNvme<nvme_linux::vfio::VfioNvme>>),
 }
 
 impl AnyTransport {
@@ -86,6 +124,11 @@ impl AnyTransport {
             Self::Qemu(t) => t.as_mut(),
             #[cfg(target_os = "linux")]
             Self::Linux(t) => t.as_mut(),
+            #[cfg(all(
+                target_os = "linux",
+                any(target_arch = "x86_64", target_arch = "aarch64")
+            ))]
+            Self::Vfio(t) => t.as_mut(),
         }
     }
 }
@@ -109,6 +152,11 @@ impl Transport for AnyTransport {
             Self::Qemu(t) => t.in_flight(),
             #[cfg(target_os = "linux")]
             Self::Linux(t) => t.in_flight(),
+            #[cfg(all(
+                target_os = "linux",
+                any(target_arch = "x86_64", target_arch = "aarch64")
+            ))]
+            Self::Vfio(t) => t.in_flight(),
         }
     }
 
@@ -118,6 +166,11 @@ impl Transport for AnyTransport {
             Self::Qemu(t) => t.device_time(),
             #[cfg(target_os = "linux")]
             Self::Linux(t) => t.device_time(),
+            #[cfg(all(
+                target_os = "linux",
+                any(target_arch = "x86_64", target_arch = "aarch64")
+            ))]
+            Self::Vfio(t) => t.device_time(),
         }
     }
 }
@@ -143,6 +196,11 @@ mod tests {
         assert_eq!(
             DeviceSpec::parse("/dev/ng0n1"),
             Ok(DeviceSpec::Linux("/dev/ng0n1".into()))
+        );
+        #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+        assert_eq!(
+            DeviceSpec::parse("vfio:0000:00:04.0"),
+            Ok(DeviceSpec::Vfio("0000:00:04.0".into()))
         );
     }
 }

@@ -340,9 +340,16 @@ impl VfioNvme {
                 return Ok(cqe);
             }
             if start.elapsed() > COMMAND_TIMEOUT {
+                let qid = q.qid;
+                // A stuck command: reset the controller (queues rebuilt
+                // empty) so the next command starts clean, and fail this one.
+                let reset = self.reset_and_enable(COMMAND_TIMEOUT);
                 return Err(fail(format!(
-                    "no completion on queue {} within {COMMAND_TIMEOUT:?} (stuck command)",
-                    q.qid
+                    "no completion on queue {qid} within {COMMAND_TIMEOUT:?} (stuck command); controller reset: {}",
+                    match reset {
+                        Ok(()) => "done".to_string(),
+                        Err(e) => format!("failed: {e}"),
+                    }
                 )));
             }
             std::hint::spin_loop();
