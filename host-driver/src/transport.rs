@@ -14,6 +14,7 @@
 //! | [`link`] | [`LinkTransport`]: the host end of the board link (firmware under QEMU) |
 //! | [`any`] | [`DeviceSpec`] (`sim`, `qemu:<board>`) and [`AnyTransport`] |
 //! | [`linux`] | [`LinuxNvme`]: a device behind the Linux NVMe driver (passthrough ioctls), with the system-call layer swappable |
+//! | [`sim_pci`] | [`SimPci`]: the simulated board's controller as a PCI function for the user-space (VFIO) driver |
 //! | [`uring`] | [`UringNvme`]: the same drive with its I/O commands in flight together through io_uring |
 //! | [`qemu`] | [`QemuTransport`]: boots the firmware under QEMU and talks to it over the link |
 //! | `staging` | a command's data pages and PRPs in modelled host memory |
@@ -25,6 +26,8 @@ pub mod linux;
 pub mod qemu;
 pub mod ring;
 pub mod sim;
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub mod sim_pci;
 mod staging;
 #[cfg(target_os = "linux")]
 pub mod uring;
@@ -35,6 +38,11 @@ pub use link::LinkTransport;
 pub use linux::{LinuxNvme, SimPassthru};
 pub use qemu::{QemuBoard, QemuExit, QemuTransport};
 pub use sim::SimTransport;
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+pub use sim_pci::SimPci;
 #[cfg(target_os = "linux")]
 pub use uring::UringNvme;
 

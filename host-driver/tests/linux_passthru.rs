@@ -52,3 +52,25 @@ fn passthrough_limits_and_statuses() {
     assert!(!res.cqe.status().is_success());
     assert!(matches!(t.reap(), Err(TransportError::NothingInFlight)));
 }
+
+/// The user-space (VFIO) driver's registers, queues and PRPs against the
+/// simulated board's controller: Identify, the vendor success path and the
+/// end-to-end vectors give the simulated board's own bits.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[test]
+fn user_space_driver_runs_the_vectors_on_the_simulated_board() {
+    use host_driver::transport::SimPci;
+    use nvme_linux::vfio::UserNvme;
+    for page_size in [4096u32, 16384] {
+        let drv = UserNvme::start(SimPci::new(page_size).expect("sim")).expect("controller up");
+        let mut csd = Csd::new(LinuxNvme::new(drv)).expect("identify through the queues");
+        let got = vectors::run(&mut csd).expect("vectors through the user-space driver");
+        let mut sim = Csd::new(SimTransport::new(page_size).expect("sim")).expect("identify");
+        let want = vectors::run(&mut sim).expect("vectors");
+        assert_eq!(
+            vectors::first_difference(&got, &want),
+            None,
+            "page size {page_size}"
+        );
+    }
+}

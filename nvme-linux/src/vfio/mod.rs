@@ -7,7 +7,11 @@
 //! [`proto::regs`]. Data moves through page-aligned DMA slots described
 //! with PRP1/PRP2 or a PRP list.
 //!
-//! It implements [`Passthru`], so `LinuxNvme<VfioNvme>` is a `Transport`.
+//! The queue driver itself ([`UserNvme`]) only needs a [`Pci`] function:
+//! BAR0 registers and a block of DMA memory with its bus address. VFIO
+//! gives it a real (or emulated) controller; a test can give it the
+//! simulated board's controller. It implements [`Passthru`], so
+//! `LinuxNvme<VfioNvme>` is a `Transport`.
 
 mod sys;
 
@@ -61,6 +65,23 @@ fn fail(what: impl Into<String>) -> NvmeError {
     io_err(what.clone(), std::io::Error::other(what))
 }
 
+/// What the driver needs of a PCI NVMe function.
+pub trait Pci {
+    /// Reads the 32-bit BAR0 register at `off`.
+    fn read32(&mut self, off: usize) -> u32;
+    /// Writes the 32-bit BAR0 register at `off`.
+    fn write32(&mut self, off: usize, v: u32);
+    /// The bus address of byte 0 of the DMA block.
+    fn dma_iova(&self) -> u64;
+    /// Copies `data` into the DMA block at `off`.
+    fn dma_put(&mut self, off: usize, data: &[u8]);
+    /// Copies from the DMA block at `off` into `out`.
+    fn dma_get(&mut self, off: usize, out: &mut [u8]);
+}
+
+/// Bytes of DMA memory the driver uses.
+pub const DMA_BLOCK_BYTES: usize = DMA_BYTES;
+
 #[derive(Debug)]
 struct Queue {
     qid: u16,
@@ -72,13 +93,50 @@ struct Queue {
     phase: bool,
 }
 
-/// A controller driven from user space; see the module docs.
-pub struct VfioNvme {
+/// BAR0 and DMA memory of a VFIO device (and the files that keep them).
+pub struct VfioPci {
     _container: File,
     _group: File,
     _device: File,
     bar: Mapping,
     dma: Mapping,
+}
+
+impl std::fmt::Debug for VfioPci {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VfioPci").finish_non_exhaustive()
+    }
+}
+
+impl Pci for VfioPci {
+    fn read32(&mut self, off: usize) -> u32 {
+        self.bar.read32(off)
+    }
+
+    fn write32(&mut self, off: usize, v: u32) {
+        self.bar.write32(off, v);
+    }
+
+    fn dma_iova(&self) -> u64 {
+        IOVA
+    }
+
+    fn dma_put(&mut self, off: usize, data: &[u8]) {
+        self.dma.put(off, data);
+    }
+
+    fn dma_get(&mut self, off: usize, out: &mut [u8]) {
+        self.dma.get(off, out);
+    }
+}
+
+/// A controller driven from user space over VFIO.
+pub type VfioNvme = UserNvme<VfioPci>;
+
+/// A controller driven from user space through a [`Pci`] function; see
+/// the module docs.
+pub struct UserNvme<P> {
+    pci: P,
     dstrd: u8,
     admin: Queue,
     io: Queue,
@@ -87,16 +145,16 @@ pub struct VfioNvme {
     max_transfer: usize,
 }
 
-impl std::fmt::Debug for VfioNvme {
+impl<P> std::fmt::Debug for UserNvme<P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("VfioNvme")
+        f.debug_struct("UserNvme")
             .field("nsid", &self.nsid)
             .field("max_transfer", &self.max_transfer)
             .finish_non_exhaustive()
     }
 }
 
-impl VfioNvme {
+impl UserNvme<VfioPci> {
     /// Opens PCI device `bdf` (e.g. `0000:00:04.0`, bound to `vfio-pci`)
     /// in IOMMU group `/dev/vfio/<group>`, and brings the controller up.
     pub fn open(bdf: &str, group: &Path) -> Result<Self, NvmeError> {
@@ -170,15 +228,25 @@ impl VfioNvme {
         };
         sys::ioctl_ptr(&container, sys::IOMMU_MAP_DMA, &mut map)
             .map_err(|e| io_err("VFIO_IOMMU_MAP_DMA", e))?;
-        let cap = bar.read64(regs::CAP);
-        let dstrd = ((cap >> 32) & 0xF) as u8;
-        let timeout = Duration::from_millis(((cap >> 24) & 0xFF).max(1) * 500);
-        let mut d = Self {
+        UserNvme::start(VfioPci {
             _container: container,
             _group: group_f,
             _device: device,
             bar,
             dma,
+        })
+    }
+}
+
+impl<P: Pci> UserNvme<P> {
+    /// Brings up the controller behind `pci`: reset, admin queue, enable,
+    /// Identify, one I/O queue pair.
+    pub fn start(mut pci: P) -> Result<Self, NvmeError> {
+        let cap = u64::from(pci.read32(regs::CAP)) | u64::from(pci.read32(regs::CAP + 4)) << 32;
+        let dstrd = ((cap >> 32) & 0xF) as u8;
+        let timeout = Duration::from_millis(((cap >> 24) & 0xFF).max(1) * 500);
+        let mut d = Self {
+            pci,
             dstrd,
             admin: Queue {
                 qid: 0,
@@ -206,14 +274,19 @@ impl VfioNvme {
         Ok(d)
     }
 
-    fn iova(off: usize) -> u64 {
-        IOVA + off as u64
+    fn iova(&self, off: usize) -> u64 {
+        self.pci.dma_iova() + off as u64
     }
 
-    fn wait_ready(&self, ready: bool, timeout: Duration) -> Result<(), NvmeError> {
+    /// The PCI function.
+    pub fn pci_mut(&mut self) -> &mut P {
+        &mut self.pci
+    }
+
+    fn wait_ready(&mut self, ready: bool, timeout: Duration) -> Result<(), NvmeError> {
         let start = Instant::now();
         loop {
-            let csts = self.bar.read32(regs::CSTS);
+            let csts = self.pci.read32(regs::CSTS);
             if csts & regs::CSTS_CFS != 0 {
                 return Err(fail("controller fatal status"));
             }
@@ -230,9 +303,9 @@ impl VfioNvme {
     /// Controller reset (CC.EN = 0), admin queue, enable; then Identify,
     /// and the I/O queue pair.
     fn reset_and_enable(&mut self, timeout: Duration) -> Result<(), NvmeError> {
-        self.bar.write32(regs::CC, 0);
+        self.pci.write32(regs::CC, 0);
         self.wait_ready(false, timeout)?;
-        self.dma.put(0, &vec![0u8; PRP_LISTS]);
+        self.pci.dma_put(0, &vec![0u8; PRP_LISTS]);
         self.admin.tail = 0;
         self.admin.head = 0;
         self.admin.phase = true;
@@ -240,11 +313,14 @@ impl VfioNvme {
         self.io.head = 0;
         self.io.phase = true;
         let a = u32::from(ADMIN_ENTRIES - 1);
-        self.bar.write32(regs::AQA, a << 16 | a);
-        self.bar.write64(regs::ASQ, Self::iova(ASQ));
-        self.bar.write64(regs::ACQ, Self::iova(ACQ));
+        self.pci.write32(regs::AQA, a << 16 | a);
+        let (asq, acq) = (self.iova(ASQ), self.iova(ACQ));
+        self.pci.write32(regs::ASQ, asq as u32);
+        self.pci.write32(regs::ASQ + 4, (asq >> 32) as u32);
+        self.pci.write32(regs::ACQ, acq as u32);
+        self.pci.write32(regs::ACQ + 4, (acq >> 32) as u32);
         // IOSQES 6 (64 B), IOCQES 4 (16 B), MPS 0 (4 KiB), NVM command set.
-        self.bar.write32(regs::CC, 6 << 16 | 4 << 20 | regs::CC_EN);
+        self.pci.write32(regs::CC, 6 << 16 | 4 << 20 | regs::CC_EN);
         self.wait_ready(true, timeout)?;
         // Identify Controller: MDTS.
         let mut id = vec![0u8; 4096];
@@ -259,11 +335,11 @@ impl VfioNvme {
         }
         let q = u32::from(IO_ENTRIES - 1) << 16 | 1;
         let mut cq = Sqe::new(Opcode(0x05));
-        cq.prp1 = Self::iova(IOCQ);
+        cq.prp1 = self.iova(IOCQ);
         cq.cdw10 = q;
         cq.cdw11 = 1;
         let mut sq = Sqe::new(Opcode(0x01));
-        sq.prp1 = Self::iova(IOSQ);
+        sq.prp1 = self.iova(IOSQ);
         sq.cdw10 = q;
         sq.cdw11 = 1 << 16 | 1;
         for (what, s) in [("Create I/O CQ", cq), ("Create I/O SQ", sq)] {
@@ -281,20 +357,20 @@ impl VfioNvme {
     }
 
     /// Sets PRP1/PRP2 for `len` bytes in data slot `slot`.
-    fn prps(&self, sqe: &mut Sqe, slot: usize, len: usize) {
+    fn prps(&mut self, sqe: &mut Sqe, slot: usize, len: usize) {
         let base = DATA + slot * SLOT_BYTES;
-        sqe.prp1 = Self::iova(base);
+        sqe.prp1 = self.iova(base);
         let pages = len.div_ceil(PAGE);
         sqe.prp2 = match pages {
             0 | 1 => 0,
-            2 => Self::iova(base + PAGE),
+            2 => self.iova(base + PAGE),
             _ => {
                 let list = PRP_LISTS + slot * PAGE;
                 let entries: Vec<u8> = (1..pages)
-                    .flat_map(|i| Self::iova(base + i * PAGE).to_le_bytes())
+                    .flat_map(|i| self.iova(base + i * PAGE).to_le_bytes())
                     .collect();
-                self.dma.put(list, &entries);
-                Self::iova(list)
+                self.pci.dma_put(list, &entries);
+                self.iova(list)
             }
         };
     }
@@ -306,12 +382,14 @@ impl VfioNvme {
         s.set_cid(cid);
         let dstrd = self.dstrd;
         let q = if admin { &mut self.admin } else { &mut self.io };
-        self.dma.put(q.sq + usize::from(q.tail) * 64, &s.to_bytes());
+        let (at, qid) = (q.sq + usize::from(q.tail) * 64, q.qid);
         q.tail = (q.tail + 1) % q.entries;
+        let tail = q.tail;
+        self.pci.dma_put(at, &s.to_bytes());
         // The SQE is in memory before the doorbell tells the device.
         fence(Ordering::SeqCst);
-        self.bar
-            .write32(regs::sq_tail_doorbell(q.qid, dstrd), u32::from(q.tail));
+        self.pci
+            .write32(regs::sq_tail_doorbell(qid, dstrd), u32::from(tail));
         cid
     }
 
@@ -320,27 +398,28 @@ impl VfioNvme {
         let start = Instant::now();
         let dstrd = self.dstrd;
         loop {
-            let q = if admin { &mut self.admin } else { &mut self.io };
-            let at = q.cq + usize::from(q.head) * 16;
+            let q = if admin { &self.admin } else { &self.io };
+            let (at, phase, qid) = (q.cq + usize::from(q.head) * 16, q.phase, q.qid);
             // The phase tag first: the device may still be writing the
             // entry, so the rest is read only once the tag says it is new.
             let mut status = [0u8; 2];
-            self.dma.get(at + 14, &mut status);
-            if (status[0] & 1 == 1) == q.phase {
+            self.pci.dma_get(at + 14, &mut status);
+            if (status[0] & 1 == 1) == phase {
                 fence(Ordering::SeqCst);
                 let mut raw = [0u8; 16];
-                self.dma.get(at, &mut raw);
+                self.pci.dma_get(at, &mut raw);
                 let cqe = proto::Cqe::from_bytes(&raw).map_err(|e| fail(e.to_string()))?;
+                let q = if admin { &mut self.admin } else { &mut self.io };
                 q.head = (q.head + 1) % q.entries;
                 if q.head == 0 {
                     q.phase = !q.phase;
                 }
-                self.bar
-                    .write32(regs::cq_head_doorbell(q.qid, dstrd), u32::from(q.head));
+                let head = q.head;
+                self.pci
+                    .write32(regs::cq_head_doorbell(qid, dstrd), u32::from(head));
                 return Ok(cqe);
             }
             if start.elapsed() > COMMAND_TIMEOUT {
-                let qid = q.qid;
                 // A stuck command: reset the controller (queues rebuilt
                 // empty) so the next command starts clean, and fail this one.
                 let reset = self.reset_and_enable(COMMAND_TIMEOUT);
@@ -389,7 +468,7 @@ impl VfioNvme {
             self.prps(&mut s, 0, len);
         }
         if let Data::Out(b) = &data {
-            self.dma.put(DATA, b);
+            self.pci.dma_put(DATA, b);
         }
         let cid = self.push(admin, &s);
         let cqe = self.pop(admin)?;
@@ -400,7 +479,7 @@ impl VfioNvme {
             )));
         }
         if let Data::In(b) = data {
-            self.dma.get(DATA, b);
+            self.pci.dma_get(DATA, b);
         }
         Ok(Completion {
             status: cqe.status >> 1,
@@ -451,7 +530,7 @@ impl VfioNvme {
     }
 }
 
-impl Passthru for VfioNvme {
+impl<P: Pci> Passthru for UserNvme<P> {
     fn passthru(
         &mut self,
         admin: bool,

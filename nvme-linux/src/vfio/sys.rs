@@ -163,15 +163,6 @@ impl Mapping {
         unsafe { core::ptr::write_volatile(self.ptr.add(off).cast::<u32>(), v) }
     }
 
-    pub(crate) fn read64(&self, off: usize) -> u64 {
-        u64::from(self.read32(off)) | u64::from(self.read32(off + 4)) << 32
-    }
-
-    pub(crate) fn write64(&self, off: usize, v: u64) {
-        self.write32(off, v as u32);
-        self.write32(off + 4, (v >> 32) as u32);
-    }
-
     /// Copies `data` into the mapping at `off`.
     pub(crate) fn put(&self, off: usize, data: &[u8]) {
         assert!(off + data.len() <= self.len, "copy past the mapping");
