@@ -26,7 +26,10 @@ pub mod linux;
 pub mod qemu;
 pub mod ring;
 pub mod sim;
-#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
 pub mod sim_pci;
 mod staging;
 #[cfg(target_os = "linux")]

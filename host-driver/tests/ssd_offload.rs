@@ -131,10 +131,14 @@ fn offload_matches_the_host_reference() {
             let q = data(100 + step, shape.q_heads * shape.head_dim);
             let kn = data(200 + step, shape.kv_heads * shape.head_dim);
             let vn = data(300 + step, shape.kv_heads * shape.head_dim);
-            let method = if step % 2 == 0 {
-                Method::Dense
-            } else {
-                Method::Local { window: 32 }
+            let method = match step % 3 {
+                0 => Method::Dense,
+                1 => Method::SparF(attention::shape::SparseParams {
+                    r: 16,
+                    k: 24,
+                    local: 6,
+                }),
+                _ => Method::Local { window: 32 },
             };
             let st = [DecodeStep {
                 seq: 7,
@@ -206,4 +210,44 @@ fn probe_tells_instcsd_from_plain_storage() {
         }
         Drive::InstCsd(_) => panic!("a plain namespace"),
     }
+}
+
+/// SparF reads all of K but only the blocks of the chosen tokens' value
+/// rows: fewer bytes than dense.
+#[test]
+fn sparf_reads_less_than_dense() {
+    let shape = ModelShape {
+        layers: 1,
+        q_heads: 3,
+        kv_heads: 1,
+        head_dim: 64,
+    };
+    let mut ssd = SsdOffload::new(RamNamespace::new(1 << 14), 512, 1 << 14, 1 << 20, 4096).unwrap();
+    ssd.open(1, shape).unwrap();
+    let n = 2048 * 64;
+    ssd.append(1, 0, &data(1, n), &data(2, n)).unwrap();
+    let q = data(3, 3 * 64);
+    let mut read = |method| {
+        ssd.decode(&[DecodeStep {
+            seq: 1,
+            layer: 0,
+            q: &q,
+            kv_new: None,
+            method,
+        }])
+        .unwrap();
+        ssd.last_read_bytes
+    };
+    let dense = read(Method::Dense);
+    let sparf = read(Method::SparF(attention::shape::SparseParams {
+        r: 8,
+        k: 128,
+        local: 32,
+    }));
+    assert_eq!(dense, 2 * 2048 * 64 * 2, "dense reads K and V");
+    assert!(
+        sparf < dense * 3 / 4,
+        "SparF read {sparf} of dense's {dense}"
+    );
+    assert!(sparf >= 2048 * 64 * 2, "SparF reads all of K");
 }

@@ -16,5 +16,8 @@ mod window;
 
 pub use dense::dense;
 pub use heads::attend_heads;
-pub use sparse::{SparqTrace, SparseTrace, sparf, sparf_traced, sparq, sparq_traced};
+pub use sparse::{
+    SparqTrace, SparseSelection, SparseTrace, sparf, sparf_finish, sparf_select, sparf_traced,
+    sparq, sparq_traced,
+};
 pub use window::{H2o, local};

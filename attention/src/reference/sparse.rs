@@ -55,6 +55,27 @@ pub fn sparf_traced(
     p: SparseParams,
 ) -> Result<SparseTrace, AttentionError> {
     let s = shape.check_inputs(q.len(), k.len(), v.len())?;
+    let sel = sparf_select(q, k, shape, p)?;
+    let d = shape.head_dim;
+    let vbar = weighted_sum(&vec![1.0 / s as f64; s], v.chunks_exact(d), d);
+    let rows: Vec<f32> = sel
+        .tokens
+        .iter()
+        .flat_map(|&j| row(v, j, d).iter().copied())
+        .collect();
+    Ok(sparf_finish(q, k, &rows, &vbar, shape, sel))
+}
+
+/// SparF steps 1–4 (see [`sparf_traced`]): the dims, the tokens (ascending)
+/// and each query head's α, from q and K alone — what a store needs before
+/// it reads the chosen tokens' value rows.
+pub fn sparf_select(
+    q: &[f32],
+    k: &[f32],
+    shape: GroupShape,
+    p: SparseParams,
+) -> Result<SparseSelection, AttentionError> {
+    let s = shape.check_inputs(q.len(), k.len(), k.len())?;
     p.validate(shape.head_dim)?;
     let (g, d) = (shape.group, shape.head_dim);
 
@@ -84,41 +105,70 @@ pub fn sparf_traced(
         .collect();
     let tokens = argtopk(&token_keys, p.k);
     let all = tokens.len() == s;
+    let alphas = approx
+        .iter()
+        .map(|sh| {
+            if all {
+                1.0
+            } else {
+                tokens.iter().map(|&j| sh[j as usize]).sum::<f64>().min(1.0)
+            }
+        })
+        .collect();
+    Ok(SparseSelection {
+        dims,
+        tokens,
+        alphas,
+        all,
+    })
+}
 
-    let mut vbar = weighted_sum(&vec![1.0 / s as f64; s], v.chunks_exact(d), d);
-    if all {
-        // Unused: keep the trace free of a meaningless mean's rounding.
-        vbar.fill(0.0);
-    }
+/// What [`sparf_select`] chose.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SparseSelection {
+    /// The `r` chosen dims, ascending.
+    pub dims: Vec<u16>,
+    /// The chosen tokens, ascending.
+    pub tokens: Vec<u32>,
+    /// α per query head.
+    pub alphas: Vec<f64>,
+    /// Every token was chosen (α = 1, v̄ unused).
+    pub all: bool,
+}
 
+/// SparF step 5: exact attention over the chosen tokens (`v_rows`: their
+/// value rows, in `sel.tokens` order) blended with `vbar`, the mean of all
+/// value rows.
+pub fn sparf_finish(
+    q: &[f32],
+    k: &[f32],
+    v_rows: &[f32],
+    vbar: &[f64],
+    shape: GroupShape,
+    sel: SparseSelection,
+) -> SparseTrace {
+    let d = shape.head_dim;
     let scale = 1.0 / sqrt(d as f64);
     let mut out = Vec::with_capacity(q.len());
-    let mut alphas = Vec::with_capacity(g);
-    for (q_h, sh) in q.chunks_exact(d).zip(&approx) {
-        let alpha = if all {
-            1.0
-        } else {
-            tokens.iter().map(|&j| sh[j as usize]).sum::<f64>().min(1.0)
-        };
-        let logits: Vec<f64> = tokens
+    for (q_h, &alpha) in q.chunks_exact(d).zip(&sel.alphas) {
+        let logits: Vec<f64> = sel
+            .tokens
             .iter()
             .map(|&j| dot(q_h, row(k, j, d)) * scale)
             .collect();
         let probs = softmax(&logits);
-        let o = weighted_sum(&probs, tokens.iter().map(|&j| row(v, j, d)), d);
-        out.extend(
-            o.iter()
-                .zip(&vbar)
-                .map(|(&oi, &vb)| (alpha * oi + (1.0 - alpha) * vb) as f32),
-        );
-        alphas.push(alpha);
+        let o = weighted_sum(&probs, v_rows.chunks_exact(d), d);
+        out.extend(o.iter().zip(vbar).map(|(&oi, &vb)| {
+            let vb = if sel.all { 0.0 } else { vb };
+            (alpha * oi + (1.0 - alpha) * vb) as f32
+        }));
     }
-    Ok(SparseTrace {
+    SparseTrace {
         out,
-        dims,
-        tokens,
-        alphas,
-    })
+        dims: sel.dims,
+        tokens: sel.tokens,
+        alphas: sel.alphas,
+    }
 }
 
 /// SparQ: every query head of the group independently picks its own r dims

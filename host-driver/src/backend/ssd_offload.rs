@@ -2,8 +2,10 @@
 //! the InstCSD engine), attention on the host — FlexGen-style offload. K
 //! and V go to the drive with standard Write commands and come back with
 //! Read for every decode; the host computes dense attention with the fast
-//! f32 kernel (`attention::host`), or any other method with the f32
-//! reference, on the fp16 values the drive holds.
+//! f32 kernel (`attention::host`), SparF reading all of K but only the
+//! chosen tokens' value rows (the mean of V, which SparF blends in, is kept
+//! as a running sum in host memory), and any other method with the f32
+//! reference — always on the fp16 values the drive holds.
 //!
 //! Layout: every (sequence, layer, KV head) gets a K extent and a V extent
 //! of `capacity` tokens, whole logical blocks, allocated when the sequence
@@ -33,6 +35,8 @@ struct Extent {
     lba: u64,
     flushed_bytes: usize,
     tail: Vec<u8>,
+    /// Sum of the rows so far (value extents: SparF's mean of V).
+    sum: Vec<f64>,
 }
 
 /// Per (layer, KV head): K and V extents.
@@ -167,6 +171,56 @@ impl<T: Transport> SsdOffload<T> {
         Ok(b)
     }
 
+    /// The rows `tokens` (ascending) of `row_bytes` each from an extent:
+    /// only the blocks that hold them are read, runs of adjacent blocks in
+    /// one command; rows past the flushed blocks come from the tail.
+    fn load_rows(
+        &mut self,
+        e: &Extent,
+        tokens: &[u32],
+        row_bytes: usize,
+    ) -> Result<Vec<u8>, BackendError> {
+        let lb = self.lba_size;
+        let mut blocks: Vec<u64> = Vec::new();
+        for &t in tokens {
+            let (a, b) = (t as usize * row_bytes, (t as usize + 1) * row_bytes);
+            if a >= e.flushed_bytes {
+                continue;
+            }
+            for blk in a / lb..=(b.min(e.flushed_bytes) - 1) / lb {
+                if blocks.last() != Some(&(blk as u64)) {
+                    blocks.push(blk as u64);
+                }
+            }
+        }
+        let mut have = HashMap::new();
+        let mut i = 0;
+        while i < blocks.len() {
+            let mut j = i + 1;
+            while j < blocks.len() && blocks[j] == blocks[j - 1] + 1 {
+                j += 1;
+            }
+            let data = self.read(e.lba + blocks[i], (j - i) * lb)?;
+            for (n, chunk) in data.chunks_exact(lb).enumerate() {
+                have.insert(blocks[i] + n as u64, chunk.to_vec());
+            }
+            i = j;
+        }
+        let byte = |off: usize| -> u8 {
+            if off >= e.flushed_bytes {
+                e.tail.get(off - e.flushed_bytes).copied().unwrap_or(0)
+            } else {
+                have.get(&((off / lb) as u64)).map_or(0, |b| b[off % lb])
+            }
+        };
+        let mut out = Vec::with_capacity(tokens.len() * row_bytes);
+        for &t in tokens {
+            let a = t as usize * row_bytes;
+            out.extend((a..a + row_bytes).map(byte));
+        }
+        Ok(out)
+    }
+
     fn alloc(&mut self, blocks: u64) -> Option<u64> {
         let i = self.free.iter().position(|&(_, n)| n >= blocks)?;
         let (start, n) = self.free[i];
@@ -228,6 +282,11 @@ impl<T: Transport> SsdOffload<T> {
                 let rows = head * n * d..(head + 1) * n * d;
                 let i = layer * h + head;
                 let (kb, vb) = (bytes(&k[rows.clone()]), bytes(&v[rows]));
+                for r in f32s(&vb).chunks_exact(d) {
+                    for (a, &x) in seqst.v[i].sum.iter_mut().zip(r) {
+                        *a += f64::from(x);
+                    }
+                }
                 self.push(&mut seqst.k[i], &kb)?;
                 self.push(&mut seqst.v[i], &vb)?;
             }
@@ -261,10 +320,12 @@ impl<T: Transport> AttentionBackend for SsdOffload<T> {
                 self.lbas
             ))
         })?;
+        let d = shape.head_dim;
         let ext = |i: u64| Extent {
             lba: start + i * per_extent,
             flushed_bytes: 0,
             tail: Vec::new(),
+            sum: vec![0.0; d],
         };
         let n = (shape.layers * shape.kv_heads) as u64;
         self.seqs.insert(
@@ -321,6 +382,25 @@ impl<T: Transport> AttentionBackend for SsdOffload<T> {
                     (s.k[i].clone(), s.v[i].clone())
                 })
                 .collect();
+            let q: Vec<f32> = step.q.iter().map(|&x| super::round_f16(x)).collect();
+            if let Method::SparF(p) = step.method {
+                let g = shape.group();
+                let gs = attention::shape::GroupShape {
+                    group: g,
+                    head_dim: d,
+                };
+                let mut out = Vec::with_capacity(shape.q_heads * d);
+                for (head, (ke, ve)) in exts.iter().enumerate() {
+                    let k = f32s(&self.load(ke)?);
+                    let qh = &q[head * g * d..(head + 1) * g * d];
+                    let sel = reference::sparf_select(qh, &k, gs, p)?;
+                    let rows = f32s(&self.load_rows(ve, &sel.tokens, d * 2)?);
+                    let vbar: Vec<f64> = ve.sum.iter().map(|x| x / len.max(1) as f64).collect();
+                    out.extend(reference::sparf_finish(qh, &k, &rows, &vbar, gs, sel).out);
+                }
+                outs.push(out);
+                continue;
+            }
             let (mut k, mut v) = (
                 Vec::with_capacity(h * len * d),
                 Vec::with_capacity(h * len * d),
@@ -329,7 +409,6 @@ impl<T: Transport> AttentionBackend for SsdOffload<T> {
                 k.extend(f32s(&self.load(ke)?));
                 v.extend(f32s(&self.load(ve)?));
             }
-            let q: Vec<f32> = step.q.iter().map(|&x| super::round_f16(x)).collect();
             let out = match step.method {
                 Method::Dense => {
                     let mut o = vec![0f32; shape.q_heads * d];

@@ -93,13 +93,23 @@ impl Pci for SimPci {
     }
 
     fn dma_put(&mut self, off: usize, data: &[u8]) {
-        if self.csd.host_memory().write(self.base + off as u64, data).is_err() {
+        if self
+            .csd
+            .host_memory()
+            .write(self.base + off as u64, data)
+            .is_err()
+        {
             self.fatal = true;
         }
     }
 
     fn dma_get(&mut self, off: usize, out: &mut [u8]) {
-        if self.csd.host_memory().read(self.base + off as u64, out).is_err() {
+        if self
+            .csd
+            .host_memory()
+            .read(self.base + off as u64, out)
+            .is_err()
+        {
             self.fatal = true;
         }
     }
