@@ -280,7 +280,7 @@ fn bench_ioctl_threads(ns: &Path, threads: usize, per_thread: usize) -> Result<f
 /// Commands per second and MB/s of reads through the ioctl path at queue
 /// depths 1 and 32. QEMU's drive: emulated timing, not an SSD's.
 pub(crate) fn bench_ioctl(ns: &Path) -> Result<(), String> {
-    let rate = bench_ioctl_threads(ns, 32, 125)?;
+    let rate = bench_ioctl_threads(ns, 32, 40)?;
     println!(
         "guest-test bench ioctl QD32 (32 threads) reads of 4096 B: {rate:.0} commands/s, {:.1} MB/s (emulated drive, TCG)",
         rate * 4096.0 / 1e6

@@ -7,6 +7,18 @@ use crate::cmd::PassthruCmd;
 
 /// `ioctl(fd, req, cmd)`: the NVMe status (≥ 0) or the OS error.
 pub(crate) fn passthru(fd: &impl AsRawFd, req: u32, cmd: &mut PassthruCmd) -> std::io::Result<u32> {
+    // A signal can interrupt the wait for the completion (EINTR): the
+    // command is resubmitted, as the kernel documents for interrupted
+    // passthrough.
+    loop {
+        match passthru_once(fd, req, cmd) {
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+            r => return r,
+        }
+    }
+}
+
+fn passthru_once(fd: &impl AsRawFd, req: u32, cmd: &mut PassthruCmd) -> std::io::Result<u32> {
     // SAFETY: `cmd` is a valid, exclusively borrowed `nvme_passthru_cmd`
     // (layout asserted in `cmd.rs`) that outlives the call; its `addr` and
     // `data_len` describe a buffer the caller keeps alive and large enough
