@@ -94,6 +94,23 @@ impl PassthruCmd {
 }
 
 impl PassthruCmd {
+    /// The SQE of this command (opcode, nsid, dwords 2, 3, 10–15; no
+    /// command id or PRPs): what a device behind something other than the
+    /// kernel receives.
+    pub fn to_sqe(&self) -> Sqe {
+        let mut sqe = Sqe::new(proto::Opcode(self.opcode));
+        sqe.nsid = self.nsid;
+        sqe.cdw2 = self.cdw2;
+        sqe.cdw3 = self.cdw3;
+        sqe.cdw10 = self.cdw10;
+        sqe.cdw11 = self.cdw11;
+        sqe.cdw12 = self.cdw12;
+        sqe.cdw13 = self.cdw13;
+        sqe.cdw14 = self.cdw14;
+        sqe.cdw15 = self.cdw15;
+        sqe
+    }
+
     /// The command of `sqe` (opcode, nsid, dwords 2, 3, 10–15); the data
     /// pointer and length are set by the caller. The SQE's command id and
     /// PRPs are the kernel's to fill.
@@ -137,6 +154,9 @@ mod tests {
         sqe.prp1 = 0xdead_0000;
         let c = PassthruCmd::from_sqe(&sqe);
         assert_eq!((c.opcode, c.nsid, c.cdw10, c.cdw15), (0x86, 1, 7, 9));
+        let mut back = sqe;
+        back.prp1 = 0;
+        assert_eq!(c.to_sqe(), back, "round trip without the PRPs");
         assert_eq!(c.addr, 0, "PRPs are the kernel's");
         let b = c.uring_bytes();
         assert_eq!(b[0], 0x86);

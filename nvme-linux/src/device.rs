@@ -29,6 +29,22 @@ pub enum Data<'a> {
     In(&'a mut [u8]),
 }
 
+impl Data<'_> {
+    /// Bytes the data phase moves.
+    pub fn len(&self) -> usize {
+        match self {
+            Data::None => 0,
+            Data::Out(b) => b.len(),
+            Data::In(b) => b.len(),
+        }
+    }
+
+    /// No data phase (or an empty one).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// What came back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Completion {
@@ -158,11 +174,7 @@ pub fn exec<P: Passthru + ?Sized>(
     if !admin && cmd.nsid == 0 {
         cmd.nsid = p.nsid();
     }
-    let len = match &data {
-        Data::None => 0,
-        Data::Out(b) => b.len(),
-        Data::In(b) => b.len(),
-    };
+    let len = data.len();
     if len > p.max_transfer() {
         return Err(NvmeError::TooLarge {
             len,
@@ -187,11 +199,7 @@ impl Passthru for Device {
         cmd: &mut PassthruCmd,
         data: Data<'_>,
     ) -> Result<Completion, NvmeError> {
-        let len = match &data {
-            Data::None => 0,
-            Data::Out(b) => b.len(),
-            Data::In(b) => b.len(),
-        };
+        let len = data.len();
         if len > self.max_transfer {
             return Err(NvmeError::TooLarge {
                 len,

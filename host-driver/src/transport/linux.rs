@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 
 use nvme_linux::{Completion, Data, NvmeError, Passthru, PassthruCmd};
-use proto::{Cqe, Opcode, Sqe, Status};
+use proto::{Cqe, Status};
 
 use super::{DeviceTime, IoData, IoRequest, IoResult, SimTransport, Transport, TransportError};
 
@@ -133,16 +133,7 @@ impl Passthru for SimPassthru {
         cmd: &mut PassthruCmd,
         data: Data<'_>,
     ) -> Result<Completion, NvmeError> {
-        let mut sqe = Sqe::new(Opcode(cmd.opcode));
-        sqe.nsid = cmd.nsid;
-        sqe.cdw2 = cmd.cdw2;
-        sqe.cdw3 = cmd.cdw3;
-        sqe.cdw10 = cmd.cdw10;
-        sqe.cdw11 = cmd.cdw11;
-        sqe.cdw12 = cmd.cdw12;
-        sqe.cdw13 = cmd.cdw13;
-        sqe.cdw14 = cmd.cdw14;
-        sqe.cdw15 = cmd.cdw15;
+        let sqe = cmd.to_sqe();
         let (io, back) = match data {
             Data::None => (IoData::None, None),
             Data::Out(b) => (IoData::ToDevice(b.to_vec()), None),

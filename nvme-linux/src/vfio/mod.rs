@@ -452,11 +452,7 @@ impl<P: Pci> UserNvme<P> {
 
     /// Runs one command to completion with its data in slot 0.
     fn run(&mut self, admin: bool, sqe: &Sqe, data: Data<'_>) -> Result<Completion, NvmeError> {
-        let len = match &data {
-            Data::None => 0,
-            Data::Out(b) => b.len(),
-            Data::In(b) => b.len(),
-        };
+        let len = data.len();
         if len > self.max_transfer {
             return Err(NvmeError::TooLarge {
                 len,
@@ -537,16 +533,7 @@ impl<P: Pci> Passthru for UserNvme<P> {
         cmd: &mut PassthruCmd,
         data: Data<'_>,
     ) -> Result<Completion, NvmeError> {
-        let mut sqe = Sqe::new(Opcode(cmd.opcode));
-        sqe.nsid = cmd.nsid;
-        sqe.cdw2 = cmd.cdw2;
-        sqe.cdw3 = cmd.cdw3;
-        sqe.cdw10 = cmd.cdw10;
-        sqe.cdw11 = cmd.cdw11;
-        sqe.cdw12 = cmd.cdw12;
-        sqe.cdw13 = cmd.cdw13;
-        sqe.cdw14 = cmd.cdw14;
-        sqe.cdw15 = cmd.cdw15;
+        let sqe = cmd.to_sqe();
         let c = self.run(admin, &sqe, data)?;
         cmd.result = c.dw0;
         Ok(c)
