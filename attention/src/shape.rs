@@ -110,6 +110,40 @@ impl H2oParams {
     }
 }
 
+/// Block-sparse attention (SolidAttention): the context in blocks of
+/// `block` tokens; `budget` tokens attended, half to the first block
+/// (attention sinks) and the most recent blocks, half to the best-scoring
+/// other blocks. See [`crate::reference::block_sparse`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockParams {
+    /// Tokens per block (SolidAttention: 32).
+    pub block: usize,
+    /// Tokens attended in all.
+    pub budget: usize,
+}
+
+impl BlockParams {
+    /// SolidAttention's default for `s` tokens: blocks of 32, a budget of
+    /// 1024 tokens from 4096 tokens on, a quarter of the length below
+    /// (at least two blocks).
+    pub fn default_for(s: usize) -> Self {
+        let budget = if s >= 4096 { 1024 } else { (s / 4).max(64) };
+        Self { block: 32, budget }
+    }
+
+    /// `block ≥ 1` and a budget of at least two blocks.
+    pub fn validate(&self) -> Result<(), AttentionError> {
+        if self.block == 0 || self.budget < 2 * self.block {
+            return Err(AttentionError::InvalidSparse {
+                r: self.block,
+                k: self.budget,
+                head_dim: 0,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// Which attention to compute.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Method {
@@ -128,6 +162,8 @@ pub enum Method {
     /// H2O: heavy hitters plus a recent window, evicting for good. It is
     /// stateful: see [`crate::reference::H2o`].
     H2o(H2oParams),
+    /// Block-sparse (SolidAttention): see [`BlockParams`].
+    Block(BlockParams),
 }
 
 impl Method {
@@ -143,6 +179,7 @@ impl Method {
             }),
             Self::Local { .. } => Ok(()),
             Self::H2o(p) => p.validate(),
+            Self::Block(p) => p.validate(),
         }
     }
 
@@ -154,6 +191,7 @@ impl Method {
             Self::SparF(_) => "SparF",
             Self::Local { .. } => "Local",
             Self::H2o(_) => "H2O",
+            Self::Block(_) => "Block",
         }
     }
 }

@@ -19,7 +19,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use attention::shape::{H2oParams, Method, SparseParams};
+use attention::shape::{BlockParams, H2oParams, Method, SparseParams};
 
 /// The attention methods a model can run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -34,16 +34,19 @@ pub enum Selection {
     H2o,
     /// The most recent tokens.
     Local,
+    /// SolidAttention's block-sparse selection (blocks of 32 tokens).
+    Block,
 }
 
 impl Selection {
     /// All of them, in report order.
-    pub const ALL: [Selection; 5] = [
+    pub const ALL: [Selection; 6] = [
         Selection::Dense,
         Selection::SparQ,
         Selection::SparF,
         Selection::H2o,
         Selection::Local,
+        Selection::Block,
     ];
 
     /// Lower-case name as on the command line.
@@ -54,6 +57,7 @@ impl Selection {
             Self::SparF => "sparf",
             Self::H2o => "h2o",
             Self::Local => "local",
+            Self::Block => "block",
         }
     }
 }
@@ -70,7 +74,7 @@ impl FromStr for Selection {
         Selection::ALL
             .into_iter()
             .find(|m| m.name() == s.trim().to_ascii_lowercase())
-            .ok_or_else(|| format!("unknown method `{s}` (dense, sparq, sparf, h2o, local)"))
+            .ok_or_else(|| format!("unknown method `{s}` (dense, sparq, sparf, h2o, local, block)"))
     }
 }
 
@@ -185,6 +189,12 @@ impl Policy {
                     recent: budget / 2,
                 })
             }
+            // Blocks of 32 with a budget of c·S tokens (at least two
+            // blocks): the same KV bytes as the other methods at c.
+            Selection::Block => Method::Block(BlockParams {
+                block: 32,
+                budget: tokens(c, s).max(64),
+            }),
             Selection::Local => Method::Local {
                 window: tokens(c, s),
             },
@@ -202,6 +212,7 @@ impl Policy {
             }
             Method::H2o(p) => ((p.heavy + p.recent).min(s) as f64 / s as f64).min(1.0),
             Method::Local { window } => (window.min(s) as f64 / s as f64).min(1.0),
+            Method::Block(p) => (p.budget.min(s) as f64 / s as f64).min(1.0),
         }
     }
 }

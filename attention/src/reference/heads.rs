@@ -3,7 +3,7 @@
 
 use alloc::vec::Vec;
 
-use super::{dense, local, sparf, sparq};
+use super::{block_sparse, dense, local, sparf, sparq};
 use crate::error::AttentionError;
 use crate::shape::{HeadsLayout, Method};
 
@@ -36,6 +36,7 @@ pub fn attend_heads(
         Method::H2o(_) => Err(AttentionError::Unsupported {
             method: "H2O (stateful: use reference::H2o)",
         }),
+        Method::Block(p) => block_sparse(q_g, k_g, v_g, shape, p),
     })
 }
 
@@ -67,6 +68,10 @@ mod tests {
             Method::SparQ(p),
             Method::SparF(p),
             Method::Local { window: 3 },
+            Method::Block(crate::shape::BlockParams {
+                block: 2,
+                budget: 4,
+            }),
         ];
         for method in methods {
             let all = attend_heads(method, &q, &k, &v, qh, kvh, s, d).unwrap();
@@ -80,6 +85,7 @@ mod tests {
                     Method::SparF(p) => sparf(qg, kg, vg, shape, p),
                     Method::Local { window } => local(qg, kg, vg, shape, window),
                     Method::H2o(_) => unreachable!("stateful"),
+                    Method::Block(p) => block_sparse(qg, kg, vg, shape, p),
                 }
                 .unwrap();
                 assert_eq!(all[g * 2 * d..(g + 1) * 2 * d], want[..]);

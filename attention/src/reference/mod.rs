@@ -8,12 +8,14 @@
 //! with no |q| mass on the chosen dims gets approximate scale 0 (uniform
 //! approximate scores), and the approximate scale is capped at 16.
 
+mod block;
 mod common;
 mod dense;
 mod heads;
 mod sparse;
 mod window;
 
+pub use block::{block_select, block_sparse, representatives};
 pub use dense::dense;
 pub use heads::attend_heads;
 pub use sparse::{

@@ -248,7 +248,9 @@ impl AttendReport {
         let c = &self.counters;
         let (r, topk, local) = match self.method {
             Method::SparF(p) | Method::SparQ(p) => (Some(p.r), Some(p.k), Some(p.local)),
-            Method::Dense | Method::Local { .. } | Method::H2o(_) => (None, None, None),
+            Method::Dense | Method::Local { .. } | Method::H2o(_) | Method::Block(_) => {
+                (None, None, None)
+            }
         };
         json!({
             "method": self.method_name,
