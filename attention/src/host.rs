@@ -22,6 +22,74 @@ fn dot8(a: &[f32], b: &[f32]) -> f32 {
     acc.iter().sum::<f32>() + tail
 }
 
+/// Softmax of every row of `s` logits, in place.
+fn softmax_rows(logits: &mut [f32], s: usize) {
+    for l in logits.chunks_exact_mut(s) {
+        let m = l.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let mut sum = 0f32;
+        for x in l.iter_mut() {
+            *x = libm::expf(*x - m);
+            sum += *x;
+        }
+        let inv = 1.0 / sum;
+        for x in l.iter_mut() {
+            *x *= inv;
+        }
+    }
+}
+
+/// Dense attention of one KV group's `g` query heads (`q`: `[g][d]`) over
+/// `n` tokens stored **interleaved**: `kv` is `[n][2d]`, each row a token's
+/// key then its value (the layout of an SSD KV store that reads a block of
+/// K and V in one extent; attention walks it with a stride of `2d`). Row
+/// order does not matter. Writes `[g][d]`.
+pub fn interleaved_f32(
+    q: &[f32],
+    kv: &[f32],
+    g: usize,
+    d: usize,
+    out: &mut [f32],
+) -> Result<(), AttentionError> {
+    if d == 0 {
+        return Err(AttentionError::InvalidHeadDim { head_dim: d });
+    }
+    let n = kv.len() / (2 * d);
+    if n == 0 {
+        return Err(AttentionError::EmptySequence);
+    }
+    for (what, expected, actual) in [
+        ("q", g * d, q.len()),
+        ("kv", n * 2 * d, kv.len()),
+        ("out", g * d, out.len()),
+    ] {
+        if expected != actual {
+            return Err(AttentionError::LengthMismatch {
+                what,
+                expected,
+                actual,
+            });
+        }
+    }
+    let scale = 1.0 / libm::sqrtf(d as f32);
+    let mut logits = vec![0f32; g * n];
+    for (j, row) in kv.chunks_exact(2 * d).enumerate() {
+        for (i, qi) in q.chunks_exact(d).enumerate() {
+            logits[i * n + j] = dot8(qi, &row[..d]) * scale;
+        }
+    }
+    softmax_rows(&mut logits, n);
+    out.fill(0.0);
+    for (j, row) in kv.chunks_exact(2 * d).enumerate() {
+        for (i, oi) in out.chunks_exact_mut(d).enumerate() {
+            let p = logits[i * n + j];
+            for (a, x) in oi.iter_mut().zip(&row[d..]) {
+                *a += p * x;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Dense attention of `q_heads` query heads (`[q_heads][d]`) over
 /// `kv_heads` heads of `s` tokens (`k`, `v`: `[kv_heads][s][d]`); query
 /// head h uses KV head `h / (q_heads / kv_heads)`. Writes `[q_heads][d]`.
@@ -73,19 +141,7 @@ pub fn dense_f32(
                 logits[i * s + j] = dot8(qi, row) * scale;
             }
         }
-        for i in 0..g {
-            let l = &mut logits[i * s..(i + 1) * s];
-            let m = l.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            let mut sum = 0f32;
-            for x in l.iter_mut() {
-                *x = libm::expf(*x - m);
-                sum += *x;
-            }
-            let inv = 1.0 / sum;
-            for x in l.iter_mut() {
-                *x *= inv;
-            }
-        }
+        softmax_rows(&mut logits, s);
         let o = &mut out[h * g * d..(h + 1) * g * d];
         o.fill(0.0);
         for (j, row) in vh.chunks_exact(d).enumerate() {
@@ -105,6 +161,7 @@ mod tests {
     use super::*;
     use crate::shape::Method;
     use crate::testdata::{structured_kv, structured_query};
+    use alloc::vec::Vec;
 
     #[test]
     fn matches_the_f64_reference() {
@@ -123,6 +180,31 @@ mod tests {
                 .fold(0f32, f32::max);
             assert!(err < 1e-4, "s {s} d {d}: max error {err}");
         }
+    }
+
+    #[test]
+    fn interleaved_rows_in_any_order_match_dense() {
+        let (g, s, d) = (3, 77, 16);
+        let (k, v) = structured_kv(9, 1, s, d);
+        let q = structured_query(9, g, d, 1);
+        let mut want = vec![0f32; g * d];
+        dense_f32(&q, &k, &v, g, 1, s, d, &mut want).unwrap();
+        // Rows reversed: attention does not depend on token order.
+        let kv: Vec<f32> = (0..s)
+            .rev()
+            .flat_map(|t| k[t * d..(t + 1) * d].iter().chain(&v[t * d..(t + 1) * d]))
+            .copied()
+            .collect();
+        let mut got = vec![0f32; g * d];
+        interleaved_f32(&q, &kv, g, d, &mut got).unwrap();
+        let err = got
+            .iter()
+            .zip(&want)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        assert!(err < 1e-5, "max error {err}");
+        assert!(interleaved_f32(&q, &kv[..2 * d * 3 + 1], g, d, &mut got).is_err());
+        assert!(interleaved_f32(&q, &[], g, d, &mut got).is_err());
     }
 
     #[test]

@@ -12,7 +12,7 @@
 mod error;
 mod host_dense;
 mod in_storage;
-mod lengths;
+pub(crate) mod lengths;
 mod ssd_offload;
 
 pub use error::BackendError;

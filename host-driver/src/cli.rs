@@ -8,6 +8,7 @@ mod eval;
 mod identify;
 mod model;
 mod run;
+mod ssd;
 
 use clap::{Parser, Subcommand};
 use host_driver::run::RunError;

@@ -9,6 +9,7 @@
 //! | [`backend`] | the model-facing [`backend::AttentionBackend`]: in-storage or host reference |
 //! | [`npy`] | NumPy `.npy` files (the CLI's array format) |
 //! | [`run`] | the CLI's jobs as library functions: attend, demo, bench |
+//! | [`solid`] | SolidAttention: the KV cache on a plain SSD, block-sparse attention on the host with prefetch (Linux) |
 //! | [`cost`] | the paper's systems in a cost model, the CSD side measured on the simulated board |
 #![forbid(unsafe_code)]
 
@@ -21,4 +22,5 @@ pub mod npy;
 pub mod policy;
 pub mod run;
 pub mod runner;
+pub mod solid;
 pub mod transport;

@@ -6,10 +6,12 @@
 //! | [`attend`] | one decode step on `.npy` inputs, with the step's device counters |
 //! | [`demo`] | a multi-layer, multi-sequence decode loop checked against the host reference |
 //! | [`bench`](mod@bench) | host dense vs in-storage dense vs in-storage SparF |
+//! | `bench_solid` | SolidAttention with the real model: KV in DRAM vs on the SSD with and without prefetch vs dense SSD offload, and a random-read probe (Linux) |
 //! | [`bench_model`] | prefill and decode tokens/s of the real model, host vs simulated CSD |
 //! | [`eval`] | perplexity of the model per attention method and compression |
 //! | [`generate`] | `instinfer run`: text generation with attention in the drive |
 //! | [`plot`] | the evaluation's perplexity-vs-compression chart |
+//! | [`ssd`] | the SSD KV backend (SolidAttention) for `run`, `eval` and `bench solid` |
 //! | [`sim`] | building arrays of simulated drives and measuring one phase on them |
 //!
 //! Every job reports **wall** time (host clock) and **virtual** time (the
@@ -20,11 +22,14 @@ pub mod bench;
 pub mod bench_host;
 pub mod bench_model;
 pub mod bench_paper;
+#[cfg(target_os = "linux")]
+pub mod bench_solid;
 pub mod demo;
 pub mod eval;
 pub mod generate;
 pub mod plot;
 pub mod sim;
+pub mod ssd;
 pub mod vectors;
 
 use thiserror::Error;

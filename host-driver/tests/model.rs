@@ -9,6 +9,7 @@ use host_driver::policy::{Policy, Selection};
 use host_driver::run::eval::{EvalBackend, EvalParams, evaluate};
 use host_driver::run::sim::sim_array;
 use host_driver::runner::BackendAttention;
+use host_driver::solid::{Budget, KvLocation, Prefetch, SsdSetup};
 use model::fetch::{SMOLLM2_135M, ensure};
 use model::{Logits, Model};
 
@@ -82,6 +83,8 @@ fn sparf_scores_identically_on_the_drive_and_the_host_engine() {
         backend,
         devices: 2,
         page_size: 4096,
+        ssd: SsdSetup::in_dir(std::env::temp_dir()),
+        kv_name: "unused".into(),
     };
     let csd = evaluate(&model, &tokens, &params(EvalBackend::Csd), |_, _| {}).unwrap();
     let eng = evaluate(&model, &tokens, &params(EvalBackend::HostEngine), |_, _| {}).unwrap();
@@ -94,4 +97,65 @@ fn sparf_scores_identically_on_the_drive_and_the_host_engine() {
         assert_eq!(a.top1_agree, b.top1_agree);
     }
     assert_eq!(csd[1].policy.selection, Selection::SparF);
+}
+
+/// Dense and block-sparse with the KV cache in an `O_DIRECT` file score
+/// bit for bit as with the same store in DRAM, and block-sparse on the
+/// SSD scores like the host reference's block-sparse (same selection, f32
+/// vs f64 arithmetic).
+#[test]
+fn block_sparse_on_the_ssd_scores_like_dram_and_the_reference() {
+    let model = smollm();
+    let tokens = wiki_tokens(&model, 700);
+    let dir = std::env::temp_dir().join(format!("instinfer-model-ssd-{}", std::process::id()));
+    let params = |backend, location| EvalParams {
+        context: 300,
+        continuation: 24,
+        methods: vec![Selection::Block],
+        compressions: vec!["1/4".parse().unwrap()],
+        windows: 2,
+        backend,
+        devices: 1,
+        page_size: 4096,
+        ssd: SsdSetup {
+            location,
+            block: 32,
+            budget: Budget::Method,
+            prefetch: Prefetch::Ahead(1),
+        },
+        kv_name: "smollm".into(),
+    };
+    let ssd = evaluate(
+        &model,
+        &tokens,
+        &params(EvalBackend::Ssd, KvLocation::Dir(dir.clone())),
+        |_, _| {},
+    )
+    .unwrap();
+    let dram = evaluate(
+        &model,
+        &tokens,
+        &params(EvalBackend::Ssd, KvLocation::Dram),
+        |_, _| {},
+    )
+    .unwrap();
+    let host = evaluate(
+        &model,
+        &tokens,
+        &params(EvalBackend::Host, KvLocation::Dram),
+        |_, _| {},
+    )
+    .unwrap();
+    assert_eq!(ssd.len(), 2);
+    for ((a, b), c) in ssd.iter().zip(&dram).zip(&host) {
+        assert_eq!(a.backend, "ssd+prefetch1");
+        assert_eq!(b.backend, "dram");
+        assert_eq!(a.nll.to_bits(), b.nll.to_bits(), "{a:?} vs {b:?}");
+        assert!((a.nll - c.nll).abs() < 2e-3, "{a:?} vs {c:?}");
+        if a.policy.selection == Selection::Block {
+            assert!(a.read_fraction <= 0.3, "{a:?}");
+        }
+    }
+    assert_eq!(ssd[1].policy.selection, Selection::Block);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -10,6 +10,7 @@
 //! | `sys` | the `ioctl(2)` calls — the crate's only `unsafe` (Linux only) |
 //! | [`uring`] | [`Uring`]: I/O passthrough through io_uring (`IORING_OP_URING_CMD`), many commands in flight |
 //! | [`vfio`] | [`vfio::VfioNvme`]: a user-space NVMe driver over VFIO (IOMMU-mapped DMA, polled queues) |
+//! | [`direct`] | [`direct::DirectFile`]: `O_DIRECT` block I/O through io_uring into a registered aligned arena (the SSD KV store's path) |
 //! | [`device`] | [`Device`]: a controller and one namespace, commands in, completions out, with the transfer limit |
 
 #![deny(unsafe_code)]
@@ -17,6 +18,8 @@
 pub mod cmd;
 #[cfg(target_os = "linux")]
 pub mod device;
+#[cfg(target_os = "linux")]
+pub mod direct;
 #[cfg(target_os = "linux")]
 mod sys;
 #[cfg(target_os = "linux")]

@@ -43,46 +43,80 @@ pub fn representatives(k: &[f32], d: usize) -> Vec<usize> {
         .collect()
 }
 
+/// The blocks of `s` tokens kept whatever the query: the first block and
+/// the most recent blocks up to half the budget (every block when the
+/// budget covers the context). A prefetcher can read these before the
+/// query exists.
+pub fn fixed_blocks(s: usize, p: BlockParams) -> Vec<bool> {
+    let nb = s.div_ceil(p.block.max(1));
+    if p.budget >= s {
+        return vec![true; nb];
+    }
+    let local_blocks = ((p.budget / 2).saturating_sub(p.block) / p.block.max(1)).max(1);
+    let mut keep = vec![false; nb];
+    if let Some(first) = keep.first_mut() {
+        *first = true;
+    }
+    keep[nb.saturating_sub(local_blocks)..].fill(true);
+    keep
+}
+
+/// Which of the `ceil(s / block)` blocks of `s` tokens are kept:
+/// `keep[b]`. The first block and the most recent blocks (up to half the
+/// budget) always; the rest of the budget goes to the best candidates by
+/// `score(b)` (ties → lower block). Every block is kept when the budget
+/// covers the context.
+pub fn select_blocks(s: usize, p: BlockParams, mut score: impl FnMut(usize) -> f64) -> Vec<bool> {
+    let mut keep = fixed_blocks(s, p);
+    if p.budget >= s {
+        return keep;
+    }
+    let nb = keep.len();
+    let fixed_blocks = keep.iter().filter(|&&x| x).count();
+    // The budget is in tokens: a partly filled newest block leaves room.
+    let fixed_tokens: usize = (0..nb)
+        .filter(|&b| keep[b])
+        .map(|b| p.block.min(s - b * p.block))
+        .sum();
+    let n_sel = p.budget.saturating_sub(fixed_tokens) / p.block;
+    let scores: Vec<f64> = (0..nb)
+        .map(|b| if keep[b] { f64::NEG_INFINITY } else { score(b) })
+        .collect();
+    for b in argtopk(&scores, n_sel.min(nb - fixed_blocks)) {
+        keep[b as usize] = true;
+    }
+    keep
+}
+
+/// A block's score for query group `q` (`[g][d]`) from its representative
+/// keys `reps` (`[n][d]`): `Σ_h max_rep q_h · k_rep`.
+pub fn block_score(q: &[f32], reps: &[f32], d: usize) -> f64 {
+    q.chunks_exact(d)
+        .map(|q_h| {
+            reps.chunks_exact(d)
+                .map(|r| dot(q_h, r))
+                .fold(f64::NEG_INFINITY, f64::max)
+        })
+        .sum()
+}
+
+/// The representative keys of one block `k` (`[n][d]`), copied out
+/// (`[≤ REPS][d]`): what a store keeps in memory for [`block_score`].
+pub fn representative_keys(k: &[f32], d: usize) -> Vec<f32> {
+    representatives(k, d)
+        .into_iter()
+        .flat_map(|r| k[r * d..(r + 1) * d].iter().copied())
+        .collect()
+}
+
 /// The kept tokens (ascending) of `s` tokens for query group `q`.
 pub fn block_select(q: &[f32], k: &[f32], shape: GroupShape, p: BlockParams) -> Vec<u32> {
     let d = shape.head_dim;
     let s = k.len() / d.max(1);
-    if p.budget >= s {
-        return (0..s as u32).collect();
-    }
-    let nb = s.div_ceil(p.block);
-    let fixed = p.budget / 2;
-    // The first block, then the most recent blocks up to half the budget.
-    let local_blocks = (fixed.saturating_sub(p.block) / p.block).max(1);
-    let mut keep = vec![false; nb];
-    keep[0] = true;
-    keep[nb.saturating_sub(local_blocks)..].fill(true);
-    let free = p
-        .budget
-        .saturating_sub(p.block * keep.iter().filter(|&&x| x).count());
-    let n_sel = free / p.block;
-    let scores: Vec<f64> = (0..nb)
-        .map(|b| {
-            if keep[b] {
-                return f64::NEG_INFINITY;
-            }
-            let lo = b * p.block;
-            let hi = ((b + 1) * p.block).min(s);
-            let blk = &k[lo * d..hi * d];
-            let reps = representatives(blk, d);
-            q.chunks_exact(d)
-                .map(|q_h| {
-                    reps.iter()
-                        .map(|&r| dot(q_h, &blk[r * d..(r + 1) * d]))
-                        .fold(f64::NEG_INFINITY, f64::max)
-                })
-                .sum()
-        })
-        .collect();
-    let candidates = nb - keep.iter().filter(|&&x| x).count();
-    for b in argtopk(&scores, n_sel.min(candidates)) {
-        keep[b as usize] = true;
-    }
+    let keep = select_blocks(s, p, |b| {
+        let blk = &k[b * p.block * d..((b + 1) * p.block).min(s) * d];
+        block_score(q, &representative_keys(blk, d), d)
+    });
     (0..s as u32)
         .filter(|&t| keep[t as usize / p.block])
         .collect()

@@ -15,7 +15,10 @@ mod heads;
 mod sparse;
 mod window;
 
-pub use block::{block_select, block_sparse, representatives};
+pub use block::{
+    REPS, block_score, block_select, block_sparse, fixed_blocks, representative_keys,
+    representatives, select_blocks,
+};
 pub use dense::dense;
 pub use heads::attend_heads;
 pub use sparse::{

@@ -16,6 +16,36 @@ pub enum Command {
     Host(HostArgs),
     /// Record an attention trace of the real model for `bench paper --trace`.
     Trace(TraceArgs),
+    /// SolidAttention with the real model and a long input: KV in DRAM vs on
+    /// this machine's SSD (with and without prefetch) vs dense SSD offload,
+    /// and a random-read probe of the drive (wall time).
+    Solid(SolidArgs),
+}
+
+/// Arguments of `bench solid`.
+#[derive(Debug, clap::Args)]
+pub struct SolidArgs {
+    /// Text whose first tokens are the prompt and whose next tokens are
+    /// decoded (teacher-forced).
+    #[arg(long)]
+    text: std::path::PathBuf,
+    /// Prompt tokens.
+    #[arg(long, default_value_t = 4096)]
+    context: usize,
+    /// Decode steps per configuration.
+    #[arg(long, default_value_t = 32)]
+    steps: usize,
+    /// Layers the prefetching configuration reads ahead (1–4).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=4))]
+    ahead: u8,
+    /// Seconds per point of the random-read probe.
+    #[arg(long, default_value_t = 2.0)]
+    probe_seconds: f64,
+    #[command(flatten)]
+    ssd: super::ssd::SsdArgs,
+    /// A GGUF model instead of the cached SmolLM2-135M-Instruct.
+    #[arg(long)]
+    model: Option<std::path::PathBuf>,
 }
 
 /// Arguments of `bench trace`.
@@ -115,6 +145,7 @@ pub struct AttendArgs {
 
 pub fn run(c: Command) -> Result<(), RunError> {
     match c {
+        Command::Solid(a) => solid(a),
         Command::Trace(a) => {
             let text = std::fs::read_to_string(&a.text)
                 .map_err(|e| RunError::Input(format!("{}: {e}", a.text.display())))?;
@@ -210,4 +241,42 @@ pub fn run(c: Command) -> Result<(), RunError> {
             Ok(())
         }
     }
+}
+
+#[cfg(target_os = "linux")]
+fn solid(a: SolidArgs) -> Result<(), RunError> {
+    use host_driver::run::bench_solid::{SolidBenchParams, run_solid_bench};
+    use host_driver::solid::{Budget, KvLocation};
+    let text = std::fs::read_to_string(&a.text)
+        .map_err(|e| RunError::Input(format!("{}: {e}", a.text.display())))?;
+    if !(a.probe_seconds > 0.0 && a.probe_seconds <= 60.0) {
+        return Err(RunError::Input("--probe-seconds must be in (0, 60]".into()));
+    }
+    let model = super::model::load(a.model.as_deref())?;
+    let tokens = model.tokenizer().encode(&text);
+    let setup = a.ssd.setup(Budget::Default)?;
+    let KvLocation::Dir(kv_dir) = setup.location else {
+        return Err(RunError::Input("bench solid needs a --kv-dir".into()));
+    };
+    let p = SolidBenchParams {
+        context: a.context,
+        steps: a.steps,
+        kv_dir,
+        budget: setup.budget,
+        block: setup.block,
+        ahead: a.ahead as usize,
+        probe_seconds: a.probe_seconds,
+    };
+    let report = run_solid_bench(&model, &tokens, &p, |what| eprintln!("... {what}"))?;
+    for line in report.lines() {
+        println!("{line}");
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn solid(_: SolidArgs) -> Result<(), RunError> {
+    Err(RunError::Input(
+        "bench solid needs Linux (O_DIRECT through io_uring)".into(),
+    ))
 }

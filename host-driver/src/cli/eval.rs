@@ -7,6 +7,8 @@ use host_driver::policy::{Compression, Selection};
 use host_driver::run::RunError;
 use host_driver::run::eval::{EvalBackend, EvalParams, csv, evaluate};
 use host_driver::run::plot::plot;
+use host_driver::run::ssd::kv_name;
+use host_driver::solid::Budget;
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// Arguments of `eval`.
@@ -34,7 +36,9 @@ pub struct Args {
     /// Windows.
     #[arg(long, default_value_t = 8)]
     windows: usize,
-    /// Where dense and SparF run: csd, host-engine (bit-identical to csd), host.
+    /// Where dense and SparF run: csd, host-engine (bit-identical to csd),
+    /// host; or ssd: dense and block on the host with the KV cache on a
+    /// plain SSD (SolidAttention), the rest on the host.
     #[arg(long, default_value = "csd")]
     backend: EvalBackend,
     /// Simulated drives.
@@ -43,6 +47,8 @@ pub struct Args {
     /// Flash page size of the simulated drives, bytes.
     #[arg(long, default_value = "4096", value_parser = super::page_size_parser())]
     page_size: String,
+    #[command(flatten)]
+    ssd: super::ssd::SsdArgs,
     /// CSV output.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -68,6 +74,8 @@ pub fn run(a: Args) -> Result<(), RunError> {
         backend: a.backend,
         devices: a.devices,
         page_size: super::page_size(&a.page_size),
+        ssd: a.ssd.setup(Budget::Method)?,
+        kv_name: kv_name(a.model.as_deref()),
     };
     let bar = ProgressBar::new(0);
     bar.set_style(

@@ -7,6 +7,9 @@ use std::path::PathBuf;
 use host_driver::policy::{Compression, Policy, Selection};
 use host_driver::run::RunError;
 use host_driver::run::generate::{RunBackend, RunParams, run_generation};
+use host_driver::run::ssd::kv_name;
+use host_driver::solid::Budget;
+use host_driver::transport::DeviceSpec;
 
 /// Arguments of `run`.
 #[derive(Debug, clap::Args)]
@@ -20,12 +23,15 @@ pub struct Args {
     /// Tokens to generate at most.
     #[arg(long, default_value_t = 64)]
     max_tokens: usize,
-    /// Where decode attention runs: csd (simulated drive) or host.
+    /// Where decode attention runs: csd (the drive of --device, simulated
+    /// by default), host, or ssd (the host, with the KV cache on a plain
+    /// SSD: SolidAttention).
     #[arg(long, default_value = "csd")]
     backend: RunBackend,
-    /// Attention method: dense, sparf, sparq, h2o, local.
-    #[arg(long, default_value = "sparf")]
-    method: Selection,
+    /// Attention method: dense, sparf, sparq, h2o, local, block (default:
+    /// sparf; block with --backend ssd or a plain drive).
+    #[arg(long)]
+    method: Option<Selection>,
     /// KV read per step relative to dense (1/8 = SparF as in the paper).
     #[arg(long, default_value = "1/8")]
     compression: Compression,
@@ -35,6 +41,14 @@ pub struct Args {
     /// Flash page size of the simulated drives, bytes.
     #[arg(long, default_value = "4096", value_parser = super::page_size_parser())]
     page_size: String,
+    /// The drive: `sim`, `qemu:zynqmp`, `qemu:zynq7000`, a Linux NVMe
+    /// namespace (`/dev/ngXnY`: an InstCSD runs attention, a plain drive
+    /// holds the KV cache on its block device — its data is overwritten)
+    /// or `vfio:<PCI address>`.
+    #[arg(long, default_value = "sim", value_parser = super::device_parser)]
+    device: DeviceSpec,
+    #[command(flatten)]
+    ssd: super::ssd::SsdArgs,
     /// A GGUF model instead of the cached SmolLM2-135M-Instruct.
     #[arg(long)]
     model: Option<PathBuf>,
@@ -48,11 +62,17 @@ pub fn run(a: Args) -> Result<(), RunError> {
         max_tokens: a.max_tokens,
         backend: a.backend,
         policy: Policy {
-            selection: a.method,
+            selection: a.method.unwrap_or(match a.backend {
+                RunBackend::Ssd => Selection::Block,
+                _ => Selection::SparF,
+            }),
             compression: a.compression,
         },
         devices: a.devices,
         page_size: super::page_size(&a.page_size),
+        device: a.device,
+        ssd: a.ssd.setup(Budget::Default)?,
+        kv_name: kv_name(a.model.as_deref()),
     };
     let mut out = std::io::stdout();
     let summary = run_generation(&model, &p, |piece| {
@@ -60,7 +80,19 @@ pub fn run(a: Args) -> Result<(), RunError> {
         let _ = out.flush();
     })?;
     println!();
-    eprintln!("--- {} on {:?}", p.policy, p.backend);
+    let label = match (p.backend, p.policy.selection) {
+        (RunBackend::Ssd, Selection::Block) => format!(
+            "block-sparse ({}, blocks of {}, prefetch {:?})",
+            match p.ssd.budget {
+                Budget::Tokens(t) => format!("{t} tokens"),
+                _ => "budget auto".into(),
+            },
+            p.ssd.block,
+            p.ssd.prefetch
+        ),
+        _ => p.policy.to_string(),
+    };
+    eprintln!("--- {label} on {:?}", p.backend);
     for line in summary.lines() {
         eprintln!("{line}");
     }

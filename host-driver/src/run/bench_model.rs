@@ -139,6 +139,9 @@ pub fn run_model_bench(model: &Model, p: &ModelBenchParams) -> Result<ModelBench
             policy,
             devices: 1,
             page_size: p.page_size,
+            device: crate::transport::DeviceSpec::Sim,
+            ssd: super::ssd::SsdSetup::in_dir(std::env::temp_dir()),
+            kv_name: "bench".into(),
         };
         // Generation may stop early at end-of-text; the rates use what ran.
         let summary = run_generation(model, &run, |_| {})?;

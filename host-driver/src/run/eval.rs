@@ -22,6 +22,7 @@ use crate::runner::{BackendAttention, KvRecorder, argmax};
 use crate::transport::SimTransport;
 
 use super::sim::sim_array;
+use super::ssd::SsdSetup;
 use super::{RunError, input};
 
 /// Where the device methods (dense, SparF) run; the others always run on
@@ -34,6 +35,9 @@ pub enum EvalBackend {
     HostEngine,
     /// The f32 reference on the host.
     Host,
+    /// Dense and block-sparse on the host with the KV cache on a plain SSD
+    /// (SolidAttention); the other methods on the f32 reference.
+    Ssd,
 }
 
 impl std::str::FromStr for EvalBackend {
@@ -43,7 +47,10 @@ impl std::str::FromStr for EvalBackend {
             "csd" => Ok(Self::Csd),
             "host-engine" => Ok(Self::HostEngine),
             "host" => Ok(Self::Host),
-            _ => Err(format!("unknown backend `{s}` (csd, host-engine, host)")),
+            "ssd" => Ok(Self::Ssd),
+            _ => Err(format!(
+                "unknown backend `{s}` (csd, host-engine, host, ssd)"
+            )),
         }
     }
 }
@@ -67,6 +74,10 @@ pub struct EvalParams {
     pub devices: usize,
     /// Their flash page size.
     pub page_size: u32,
+    /// The SSD KV path (with `EvalBackend::Ssd`).
+    pub ssd: SsdSetup,
+    /// Name of the KV store file.
+    pub kv_name: String,
 }
 
 /// One line of the results.
@@ -166,11 +177,19 @@ struct Backends {
     csd: Option<InStorage<SimTransport>>,
     engine: HostDense,
     host: HostDense,
+    #[cfg(target_os = "linux")]
+    ssd: Option<crate::solid::SolidBackend>,
 }
 
 impl Backends {
     fn pick(&mut self, sel: Selection, kind: EvalBackend) -> &mut dyn AttentionBackend {
         let device_method = matches!(sel, Selection::Dense | Selection::SparF);
+        #[cfg(target_os = "linux")]
+        if let (Selection::Dense | Selection::Block, EvalBackend::Ssd, Some(ssd)) =
+            (sel, kind, self.ssd.as_mut())
+        {
+            return ssd;
+        }
         match (device_method, kind, self.csd.as_mut()) {
             (true, EvalBackend::Csd, Some(csd)) => csd,
             (true, EvalBackend::HostEngine, _) => &mut self.engine,
@@ -256,7 +275,22 @@ pub fn evaluate(
         },
         engine: HostDense::engine(),
         host: HostDense::new(),
+        #[cfg(target_os = "linux")]
+        ssd: match p.backend {
+            EvalBackend::Ssd => {
+                // Dense runs here too: the read buffers hold a whole layer.
+                let capacity = p.context + p.continuation + 1;
+                Some(super::ssd::ssd_backend(
+                    &p.ssd, &p.kv_name, shape, capacity, capacity,
+                )?)
+            }
+            _ => None,
+        },
     };
+    #[cfg(not(target_os = "linux"))]
+    if p.backend == EvalBackend::Ssd {
+        return Err(super::ssd::unsupported());
+    }
     let (c, n) = (p.context, p.continuation);
     let total = p.windows * configs.len() * n;
     let mut done = 0;
@@ -358,6 +392,8 @@ mod tests {
             backend: EvalBackend::Host,
             devices: 1,
             page_size: 4096,
+            ssd: SsdSetup::in_dir(std::env::temp_dir()),
+            kv_name: "test".into(),
         };
         let c = configurations(&p);
         assert_eq!(c.len(), 5);

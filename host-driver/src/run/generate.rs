@@ -6,12 +6,16 @@ use std::time::{Duration, Instant};
 
 use model::{Logits, Model};
 
+use crate::array::CsdArray;
 use crate::backend::{AttentionBackend, HostDense, InStorage, ModelShape};
+use crate::csd::{CsdError, Drive, probe};
 use crate::measure::PhaseCounters;
 use crate::policy::{Policy, Selection};
 use crate::runner::{BackendAttention, argmax};
+use crate::transport::DeviceSpec;
 
 use super::sim::sim_array;
+use super::ssd::SsdSetup;
 use super::{RunError, input};
 
 /// Where the decode attention runs.
@@ -21,6 +25,8 @@ pub enum RunBackend {
     Csd,
     /// The host (f32 reference).
     Host,
+    /// The host, with the KV cache on a plain SSD (SolidAttention).
+    Ssd,
 }
 
 impl std::str::FromStr for RunBackend {
@@ -29,7 +35,8 @@ impl std::str::FromStr for RunBackend {
         match s {
             "csd" => Ok(Self::Csd),
             "host" => Ok(Self::Host),
-            _ => Err(format!("unknown backend `{s}` (csd, host)")),
+            "ssd" => Ok(Self::Ssd),
+            _ => Err(format!("unknown backend `{s}` (csd, host, ssd)")),
         }
     }
 }
@@ -51,6 +58,14 @@ pub struct RunParams {
     pub devices: usize,
     /// Their flash page size.
     pub page_size: u32,
+    /// The drive behind `Csd` (the simulated board by default). A plain
+    /// NVMe namespace (no InstCSD capability block) gets the SSD backend
+    /// with the KV store on its block device.
+    pub device: DeviceSpec,
+    /// The SSD KV path (`--backend ssd`, or a plain drive).
+    pub ssd: SsdSetup,
+    /// Name of the KV store file (the model's).
+    pub kv_name: String,
 }
 
 /// What a generation did.
@@ -66,6 +81,8 @@ pub struct RunSummary {
     /// every decode step would have moved (2 · S · kv_heads · d · 2 bytes
     /// per layer and step).
     pub host_offload_pcie_bytes: u64,
+    /// What the SSD KV path did (SSD backend only).
+    pub ssd: Vec<String>,
 }
 
 impl RunSummary {
@@ -98,6 +115,7 @@ impl RunSummary {
                 self.host_offload_pcie_bytes as f64 / c.pcie_bytes.max(1) as f64
             ));
         }
+        out.extend(self.ssd.iter().cloned());
         out
     }
 }
@@ -156,14 +174,6 @@ pub fn run_generation(
     if p.prompt.trim().is_empty() {
         return Err(input("--prompt must not be empty"));
     }
-    if p.backend == RunBackend::Csd
-        && !matches!(p.policy.selection, Selection::Dense | Selection::SparF)
-    {
-        return Err(input(format!(
-            "the drive runs dense and sparf; run {} with --backend host",
-            p.policy.selection
-        )));
-    }
     let tok = model.tokenizer();
     let prompt = if p.chat {
         tok.encode_with_special(&chat_prompt(&p.prompt))
@@ -180,19 +190,49 @@ pub fn run_generation(
         )));
     }
     let shape = ModelShape::from(cfg);
-    let mut csd;
-    let mut host;
-    let backend: &mut dyn AttentionBackend = match p.backend {
-        RunBackend::Csd => {
-            csd = InStorage::new(sim_array(p.devices, p.page_size)?, 1);
-            &mut csd
+    let capacity = prompt.len() + p.max_tokens + 1;
+    let mut policy = p.policy;
+    let mut ssd_setup = p.ssd.clone();
+    let mut csd = None;
+    let mut dev = None;
+    let mut host = None;
+    let mut ssd = None;
+    let backend: &mut dyn AttentionBackend = match (p.backend, &p.device) {
+        (RunBackend::Csd, DeviceSpec::Sim) => {
+            check_device_method(policy)?;
+            csd.insert(InStorage::new(sim_array(p.devices, p.page_size)?, 1))
         }
-        RunBackend::Host => {
-            host = HostDense::new();
-            &mut host
+        (RunBackend::Csd, spec) => {
+            let t = spec.open(p.page_size).map_err(CsdError::from)?;
+            match probe(t)? {
+                Drive::InstCsd(c) => {
+                    check_device_method(policy)?;
+                    dev.insert(InStorage::new(CsdArray::new(vec![*c])?, 1))
+                }
+                Drive::Plain(t, plain) => {
+                    // A plain drive: the KV cache on its namespace, block-
+                    // sparse attention on the host.
+                    drop(t);
+                    ssd_setup.location = plain_location(spec, &plain.model)?;
+                    if policy.selection != Selection::Dense {
+                        policy.selection = Selection::Block;
+                    }
+                    ssd.insert(build_ssd(&ssd_setup, &p.kv_name, shape, capacity, policy)?)
+                }
+            }
+        }
+        (RunBackend::Host, _) => host.insert(HostDense::new()),
+        (RunBackend::Ssd, _) => {
+            if !matches!(policy.selection, Selection::Dense | Selection::Block) {
+                return Err(input(format!(
+                    "the SSD backend runs block and dense; not {}",
+                    policy.selection
+                )));
+            }
+            ssd.insert(build_ssd(&ssd_setup, &p.kv_name, shape, capacity, policy)?)
         }
     };
-    let mut attn = BackendAttention::open(backend, 0, shape, p.policy)?;
+    let mut attn = BackendAttention::open(backend, 0, shape, policy)?;
     if !p.chat {
         // A completion continues the prompt: show it first.
         on_text(&p.prompt);
@@ -235,6 +275,7 @@ pub fn run_generation(
         None => None,
     };
     attn.close()?;
+    let ssd = ssd_report(ssd.as_ref(), g.tokens.len().saturating_sub(1));
     let s0 = prompt.len() as u64;
     let steps = g.tokens.len().saturating_sub(1) as u64;
     // Σ over decode steps of the tokens attended (s0 + 1 … s0 + steps).
@@ -246,7 +287,70 @@ pub fn run_generation(
         text,
         device,
         host_offload_pcie_bytes,
+        ssd,
     })
+}
+
+/// The drive runs dense and SparF.
+fn check_device_method(policy: Policy) -> Result<(), RunError> {
+    if matches!(policy.selection, Selection::Dense | Selection::SparF) {
+        Ok(())
+    } else {
+        Err(input(format!(
+            "the drive runs dense and sparf; run {} with --backend host",
+            policy.selection
+        )))
+    }
+}
+
+/// Where the KV store goes on a plain drive: its namespace's block device.
+fn plain_location(spec: &DeviceSpec, model: &str) -> Result<crate::solid::KvLocation, RunError> {
+    match spec {
+        #[cfg(target_os = "linux")]
+        DeviceSpec::Linux(ns) => Ok(crate::solid::KvLocation::Raw(
+            crate::solid::setup::block_device_of(ns),
+        )),
+        _ => Err(input(format!(
+            "{model:?} is a plain NVMe drive without a block device here; keep the KV cache in a file with --backend ssd --kv-dir DIR"
+        ))),
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn build_ssd(
+    setup: &SsdSetup,
+    name: &str,
+    shape: ModelShape,
+    capacity: usize,
+    policy: Policy,
+) -> Result<crate::solid::SolidBackend, RunError> {
+    let step = if policy.selection == Selection::Dense {
+        capacity
+    } else {
+        0
+    };
+    super::ssd::ssd_backend(setup, name, shape, capacity, step)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn build_ssd(
+    _: &SsdSetup,
+    _: &str,
+    _: ModelShape,
+    _: usize,
+    _: Policy,
+) -> Result<HostDense, RunError> {
+    Err(super::ssd::unsupported())
+}
+
+#[cfg(target_os = "linux")]
+fn ssd_report(b: Option<&crate::solid::SolidBackend>, steps: usize) -> Vec<String> {
+    b.map(|b| super::ssd::report(b, steps)).unwrap_or_default()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn ssd_report(_: Option<&HostDense>, _: usize) -> Vec<String> {
+    Vec::new()
 }
 
 #[cfg(test)]
