@@ -52,6 +52,7 @@ fn run() -> Result<(), String> {
     }
     tests::ioctl_path(ns)?;
     tests::decode_loop(ns)?;
+    tests::solid_raw_namespace(ns)?;
     tests::bench_ioctl(ns)?;
     tests::uring_path(std::path::Path::new("/dev/ng0n1"), 1)?;
     tests::vfio_path()

@@ -122,6 +122,7 @@ fn block_sparse_on_the_ssd_scores_like_dram_and_the_reference() {
             block: 32,
             budget: Budget::Method,
             prefetch: Prefetch::Ahead(1),
+            merge_gap: 2,
         },
         kv_name: "smollm".into(),
     };

@@ -41,6 +41,9 @@ pub struct SolidArgs {
     /// Seconds per point of the random-read probe.
     #[arg(long, default_value_t = 2.0)]
     probe_seconds: f64,
+    /// Rounds over the configurations (the median round is reported).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=20))]
+    repeat: u8,
     #[command(flatten)]
     ssd: super::ssd::SsdArgs,
     /// A GGUF model instead of the cached SmolLM2-135M-Instruct.
@@ -266,6 +269,8 @@ fn solid(a: SolidArgs) -> Result<(), RunError> {
         block: setup.block,
         ahead: a.ahead as usize,
         probe_seconds: a.probe_seconds,
+        merge_gap: setup.merge_gap,
+        repeat: a.repeat as usize,
     };
     let report = run_solid_bench(&model, &tokens, &p, |what| eprintln!("... {what}"))?;
     for line in report.lines() {

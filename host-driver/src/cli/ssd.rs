@@ -26,6 +26,10 @@ pub struct SsdArgs {
     /// Speculative prefetch: `off`, or how many layers ahead (1–4).
     #[arg(long, default_value = "1", value_parser = parse_prefetch)]
     prefetch: Prefetch,
+    /// Unneeded blocks read through between two needed ones to make one
+    /// read of two (0–8; pays on drives limited by IOPS).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(0..=8))]
+    merge_gap: u8,
 }
 
 impl SsdArgs {
@@ -43,6 +47,7 @@ impl SsdArgs {
             block: self.block as usize,
             budget: self.budget.unwrap_or(auto_budget),
             prefetch: self.prefetch,
+            merge_gap: self.merge_gap as usize,
         })
     }
 }

@@ -49,6 +49,10 @@ pub struct SolidBenchParams {
     pub ahead: usize,
     /// Seconds per probe point.
     pub probe_seconds: f64,
+    /// Blocks read through to merge reads.
+    pub merge_gap: usize,
+    /// Rounds over the configurations (the median is reported).
+    pub repeat: usize,
 }
 
 /// One configuration's results.
@@ -72,6 +76,8 @@ pub struct SolidRow {
     pub dram_bytes: u64,
     /// Peak KV stored, bytes.
     pub kv_bytes: u64,
+    /// Slowest and fastest round, tokens/s.
+    pub spread: (f64, f64),
 }
 
 impl SolidRow {
@@ -150,6 +156,7 @@ pub fn run_solid_bench(
         block: p.block,
         budget: p.budget,
         prefetch,
+        merge_gap: p.merge_gap,
     };
     let dir = KvLocation::Dir(p.kv_dir.clone());
     let configs: Vec<(String, SsdSetup, Selection)> = vec![
@@ -174,25 +181,42 @@ pub fn run_solid_bench(
             Selection::Dense,
         ),
     ];
-    let mut rows = Vec::new();
     let mut probe_target = None;
-    for (i, (name, s, sel)) in configs.into_iter().enumerate() {
-        progress(&name);
-        let file = format!("bench-solid-{i}");
-        let step_tokens = if sel == Selection::Dense { capacity } else { 0 };
-        let mut b = s.backend(&file, shape, capacity, step_tokens, 1)?;
-        let row = run_one(model, tokens, p, &rec, &mut b, shape, &name, sel)?;
-        rows.push(row);
-        if sel == Selection::Block && !b.store().is_dram() {
-            probe_target = s.path(&file).map(|path| (path, *b.store().layout()));
-        }
-        drop(b);
-        if sel == Selection::Dense {
-            if let Some(path) = s.path(&file) {
-                let _ = std::fs::remove_file(path);
+    // Rounds over all configurations, so slow phases of a shared machine
+    // hit every configuration alike; each keeps its median round.
+    let mut runs: Vec<Vec<SolidRow>> = vec![Vec::new(); configs.len()];
+    for round in 0..p.repeat.max(1) {
+        for (i, (name, s, sel)) in configs.iter().enumerate() {
+            progress(&format!("{name} (round {})", round + 1));
+            let file = format!("bench-solid-{i}");
+            let step_tokens = if *sel == Selection::Dense {
+                capacity
+            } else {
+                0
+            };
+            let mut b = s.backend(&file, shape, capacity, step_tokens, 1)?;
+            runs[i].push(run_one(model, tokens, p, &rec, &mut b, shape, name, *sel)?);
+            if *sel == Selection::Block && !b.store().is_dram() {
+                probe_target = s.path(&file).map(|path| (path, *b.store().layout()));
+            }
+            drop(b);
+            if *sel == Selection::Dense {
+                if let Some(path) = s.path(&file) {
+                    let _ = std::fs::remove_file(path);
+                }
             }
         }
     }
+    let rows: Vec<SolidRow> = runs
+        .into_iter()
+        .map(|mut r| {
+            r.sort_by(|a, b| a.decode_s.total_cmp(&b.decode_s));
+            let spread = (r[0].tokens_per_s(), r[r.len() - 1].tokens_per_s());
+            let mut m = r.swap_remove(r.len() / 2);
+            m.spread = (spread.1, spread.0);
+            m
+        })
+        .collect();
     let mut probe = Vec::new();
     if let Some((path, layout)) = &probe_target {
         progress("random-read probe");
@@ -274,6 +298,7 @@ fn run_one(
         layers: b.stats.layers.clone(),
         dram_bytes: st.peak_dram_bytes,
         kv_bytes: st.peak_kv_bytes,
+        spread: (0.0, 0.0),
     })
 }
 
@@ -363,10 +388,11 @@ impl SolidReport {
         let p = &self.params;
         let mut out = vec![
             format!(
-                "bench solid: context {} tokens, {} decode steps teacher-forced, blocks of {}, budget {}, KV in {}",
+                "bench solid: context {} tokens, {} decode steps teacher-forced, blocks of {}, gaps of ≤ {} read through, budget {}, KV in {}",
                 p.context,
                 p.steps,
                 p.block,
+                p.merge_gap,
                 match p.budget {
                     Budget::Tokens(t) => format!("{t} tokens"),
                     _ => "auto (1024 tokens from 4096 on, 25% below)".into(),
@@ -376,9 +402,9 @@ impl SolidReport {
             format!("prefill (dense, once, wall): {:.1} s", self.prefill_s),
             String::new(),
             format!(
-                "{:<36} {:>10} {:>8} {:>10} {:>9} {:>12} {:>9} {:>9} {:>10}",
+                "{:<36} {:>16} {:>8} {:>10} {:>9} {:>12} {:>9} {:>9} {:>10}",
                 "configuration (all wall time)",
-                "tok/s",
+                "tok/s (min-max)",
                 "vs DRAM",
                 "MiB/token",
                 "reads/tok",
@@ -393,9 +419,14 @@ impl SolidReport {
             let t = r.total();
             let per = r.steps.max(1) as f64;
             out.push(format!(
-                "{:<36} {:>10.2} {:>8.3} {:>10.2} {:>9.0} {:>12.2} {:>9} {:>9.0} {:>10.2}",
+                "{:<36} {:>16} {:>8.3} {:>10.2} {:>9.0} {:>12.2} {:>9} {:>9.0} {:>10.2}",
                 r.name,
-                r.tokens_per_s(),
+                format!(
+                    "{:.2} ({:.1}-{:.1})",
+                    r.tokens_per_s(),
+                    r.spread.0,
+                    r.spread.1
+                ),
                 r.tokens_per_s() / base,
                 r.bytes_read as f64 / per / (1 << 20) as f64,
                 r.reads as f64 / per,
@@ -431,6 +462,24 @@ impl SolidReport {
                 off / on.max(1.0),
                 off / 1e6 / p.steps as f64,
                 on / 1e6 / p.steps as f64
+            ));
+        }
+        if let (Some(dram), Some(r), Some(best)) = (
+            self.rows.first(),
+            self.rows.get(2),
+            self.probe.iter().map(|x| x.mb_s).reduce(f64::max),
+        ) {
+            let per = r.steps.max(1) as f64;
+            out.push(format!(
+                "time per token: compute (DRAM run) {:.1} ms; the SSD run's reads at the probe's best {:.0} MB/s take ≥ {:.1} ms: {}",
+                1e3 * dram.decode_s / per,
+                best,
+                1e3 * r.bytes_read as f64 / per / (best * 1e6),
+                if r.bytes_read as f64 / per / (best * 1e6) > dram.decode_s / per {
+                    "the drive is the bottleneck; prefetch can only hide what fits beside it"
+                } else {
+                    "the drive can keep up; what remains is scheduling"
+                }
             ));
         }
         if let Some(r) = self.rows.get(2) {

@@ -18,15 +18,23 @@
 //!                  │          l did not bring (into free slots, then into
 //!                  │          the slots of wrong guesses: order does not
 //!                  │          matter to attention, only K/V alignment)
-//!                  ├─ prefetch l+1 … l+N: the blocks those layers chose
-//!                  │          last step + their sinks and local blocks,
-//!                  │          issued now so that they read while this
-//!                  │          layer's attention, its MLP and the next
-//!                  │          layer's projections run
 //!                  ├─ wait:   for l's reads (the only blocking point:
 //!                  │          counted as blocking time)
+//!                  ├─ prefetch l+1 … l+N: the blocks those layers chose
+//!                  │          last step + their sinks and local blocks,
+//!                  │          read while this layer's attention, its MLP
+//!                  │          and the next layer's projections run
 //!                  └─ attention over the slots and the DRAM tail
 //! ```
+//!
+//! **Priority.** The misses of layer l are on the critical path; the
+//! prefetch of l+1 is not. When l has misses, the prefetch is issued only
+//! once they are in, so that no speculative read is queued in front of
+//! them (SolidAttention's latency-aware priority; measured here, issuing
+//! the prefetch before waiting made the misses wait behind it and cut the
+//! benefit of prefetching by more than half). When l has no misses (dense,
+//! or a perfect guess), the prefetch goes out before the wait, to overlap
+//! as much as possible.
 //!
 //! The prefetch of layer l+1 needs no query: it predicts from the previous
 //! step (SolidAttention measures ≈ 81% overlap between consecutive steps)
@@ -64,8 +72,13 @@ pub struct SolidOptions {
     pub prefetch: Prefetch,
     /// The block-sparse budget rule.
     pub budget: Budget,
-    /// Blocks per KV head one step may read (sizes the read buffers).
+    /// Slots per KV head of a read buffer, in blocks: what one step reads,
+    /// plus room for the gaps read through.
     pub max_blocks: usize,
+    /// Unneeded blocks read through between two needed ones to make one
+    /// command of two (0: never). Worth it on drives limited by commands
+    /// per second more than by bytes.
+    pub merge_gap: usize,
 }
 
 /// One read buffer: the blocks of one (sequence, layer).
@@ -177,6 +190,11 @@ impl SolidBackend {
         nbuf * kv_heads * opts.max_blocks
     }
 
+    /// The options it runs with.
+    pub fn options(&self) -> SolidOptions {
+        self.opts
+    }
+
     /// The store.
     pub fn store(&self) -> &KvStore {
         &self.store
@@ -282,22 +300,52 @@ impl SolidBackend {
         blocks: &[usize],
     ) -> Result<usize, BackendError> {
         let base = self.slot_base(j, head);
+        let gap = self.opts.merge_gap;
         let mut i = 0;
         while i < blocks.len() {
-            // The run of adjacent blocks starting at i.
-            let mut run = 1;
-            while i + run < blocks.len() && blocks[i + run] == blocks[i] + run && run < MAX_RUN {
-                run += 1;
-            }
-            // The first stretch of free, idle slots; place as much of the
-            // run as fits there.
             let (held, busy) = (&self.bufs[j].held[head], &self.bufs[j].busy[head]);
             let free = |k: usize| held[k].is_none() && !busy[k];
-            let Some(start) = (0..held.len()).find(|&k| free(k)) else {
+            // Free stretches of slots: (start, length).
+            let mut stretches = Vec::new();
+            let mut k = 0;
+            while k < held.len() {
+                if free(k) {
+                    let n = (k..held.len()).take_while(|&x| free(x)).count();
+                    stretches.push((k, n));
+                    k += n;
+                } else {
+                    k += 1;
+                }
+            }
+            let Some(&(first_free, first_len)) = stretches.first() else {
                 return Ok(blocks.len() - i);
             };
-            let stretch = (start..held.len()).take_while(|&k| free(k)).count();
-            let n = run.min(stretch);
+            // The extent from blocks[i]: needed blocks with gaps of at most
+            // `gap` unneeded ones (read through: one larger command costs
+            // the drive less than two small ones).
+            let mut end = i;
+            while end + 1 < blocks.len()
+                && blocks[end + 1] - blocks[end] - 1 <= gap
+                && blocks[end + 1] - blocks[i] < MAX_RUN
+            {
+                end += 1;
+            }
+            let span = blocks[end] - blocks[i] + 1;
+            let (start, n) = match stretches.iter().find(|&&(_, len)| len >= span) {
+                Some(&(start, _)) => (start, span),
+                None => {
+                    // No room for the whole extent: the adjacent run from
+                    // blocks[i], as much as fits in the first stretch.
+                    let mut run = 1;
+                    while i + run < blocks.len()
+                        && blocks[i + run] == blocks[i] + run
+                        && run < MAX_RUN
+                    {
+                        run += 1;
+                    }
+                    (first_free, run.min(first_len))
+                }
+            };
             let tag = self
                 .store
                 .issue_read(base + start, (slot, layer, head, blocks[i]), n)?;
@@ -305,9 +353,12 @@ impl SolidBackend {
             buf.inflight.insert(tag, (head, start, n));
             buf.busy[head][start..start + n].fill(true);
             for k in 0..n {
-                buf.held[head][start + k] = Some(blocks[i + k]);
+                buf.held[head][start + k] = Some(blocks[i] + k);
             }
-            i += n;
+            let last = blocks[i] + n - 1;
+            while i < blocks.len() && blocks[i] <= last {
+                i += 1;
+            }
         }
         Ok(0)
     }
@@ -346,6 +397,40 @@ impl SolidBackend {
     fn next_of(&self, seq: u32, layer: usize) -> (u32, usize) {
         let layers = self.lengths.shape(seq).map(|s| s.layers).unwrap_or(1);
         (seq, (layer + 1) % layers)
+    }
+
+    /// Issues the prefetch of the layers after (seq, layer), buffer `j`
+    /// excepted.
+    fn prefetch_ahead(
+        &mut self,
+        j: usize,
+        seq: u32,
+        layer: usize,
+        method: Method,
+    ) -> Result<(), BackendError> {
+        let Prefetch::Ahead(n) = self.opts.prefetch else {
+            return Ok(());
+        };
+        let mut at = (seq, layer);
+        let mut taken = vec![j];
+        for _ in 0..n.clamp(1, 4) {
+            at = self.next_of(at.0, at.1);
+            if at == (seq, layer) {
+                break;
+            }
+            let have = (0..self.bufs.len())
+                .find(|k| !taken.contains(k) && self.bufs[*k].target == Some(at));
+            let jj = match have {
+                Some(k) => k,
+                None => {
+                    let k = self.spare(&taken);
+                    self.prefetch(k, at.0, at.1, method)?;
+                    k
+                }
+            };
+            taken.push(jj);
+        }
+        Ok(())
     }
 
     /// One decode of one (sequence, layer).
@@ -449,31 +534,20 @@ impl SolidBackend {
             }
             self.store.submit()?;
             ls.blocking_ns += t.elapsed().as_nanos() as u64;
-            // Prefetch the next layers while this one computes.
-            if let Prefetch::Ahead(n) = self.opts.prefetch {
-                let mut at = (st.seq, layer);
-                let mut taken = vec![j];
-                for _ in 0..n.clamp(1, 4) {
-                    at = self.next_of(at.0, at.1);
-                    if at == (st.seq, layer) {
-                        break;
-                    }
-                    let have = (0..self.bufs.len())
-                        .find(|k| !taken.contains(k) && self.bufs[*k].target == Some(at));
-                    let jj = match have {
-                        Some(k) => k,
-                        None => {
-                            let k = self.spare(&taken);
-                            self.prefetch(k, at.0, at.1, st.method)?;
-                            k
-                        }
-                    };
-                    taken.push(jj);
-                }
+            // Reads this layer waits for go first: with misses in flight the
+            // next layers' prefetch waits until they are in (a speculative
+            // read queued beside them would delay the critical path);
+            // without misses it goes at once, to overlap the most.
+            let late = ls.misses > 0;
+            if !late {
+                self.prefetch_ahead(j, st.seq, layer, st.method)?;
             }
             let t = Instant::now();
             self.wait_buf(j)?;
             ls.blocking_ns += t.elapsed().as_nanos() as u64;
+            if late {
+                self.prefetch_ahead(j, st.seq, layer, st.method)?;
+            }
         }
         // Attention over the slots (or DRAM) and the tail.
         let mut out = vec![0f32; shape.q_heads * d];

@@ -56,6 +56,9 @@ pub struct SsdSetup {
     pub budget: Budget,
     /// Speculative prefetch.
     pub prefetch: Prefetch,
+    /// Unneeded blocks read through to merge two reads (see
+    /// [`SolidOptions::merge_gap`]).
+    pub merge_gap: usize,
 }
 
 impl SsdSetup {
@@ -67,6 +70,7 @@ impl SsdSetup {
             block: 32,
             budget: Budget::Default,
             prefetch: Prefetch::Ahead(1),
+            merge_gap: 2,
         }
     }
 
@@ -93,7 +97,7 @@ impl SsdSetup {
         seq_slots: usize,
     ) -> Result<SolidBackend, BackendError> {
         let layout = Layout::new(shape, self.block, capacity, seq_slots)?;
-        let max_blocks = match self.budget {
+        let step = match self.budget {
             Budget::Tokens(t) => t.min(capacity),
             Budget::Default => BlockParams::default_for(capacity).budget.max(1023),
             Budget::Method => step_tokens,
@@ -102,10 +106,14 @@ impl SsdSetup {
         .min(layout.capacity_tokens())
         .div_ceil(self.block)
             + 1;
+        // Room for the gaps read through (at most one gap run per needed
+        // block), never more than the whole sequence.
+        let max_blocks = (step * (1 + self.merge_gap.min(1))).min(layout.capacity + 1);
         let opts = SolidOptions {
             prefetch: self.prefetch,
             budget: self.budget,
             max_blocks,
+            merge_gap: self.merge_gap,
         };
         let store = match self.path(model) {
             None => KvStore::dram(layout),

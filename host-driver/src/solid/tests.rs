@@ -172,6 +172,7 @@ fn opts(prefetch: Prefetch, budget: Budget, max_blocks: usize) -> SolidOptions {
         prefetch,
         budget,
         max_blocks,
+        merge_gap: 0,
     }
 }
 
@@ -221,12 +222,18 @@ fn ssd_with_and_without_prefetch_equals_dram_bit_for_bit() {
     });
     let steps = 70; // crosses two block boundaries
     let want = drive(&mut dram(opts(Prefetch::Off, Budget::Method, 8)), m, steps);
-    for (name, p) in [
-        ("off", Prefetch::Off),
-        ("ahead1", Prefetch::Ahead(1)),
-        ("ahead2", Prefetch::Ahead(2)),
+    for (name, p, gap) in [
+        ("off", Prefetch::Off, 0),
+        ("ahead1", Prefetch::Ahead(1), 0),
+        ("ahead2", Prefetch::Ahead(2), 0),
+        ("off-gap2", Prefetch::Off, 2),
+        ("ahead1-gap2", Prefetch::Ahead(1), 2),
     ] {
-        let mut b = ssd(name, opts(p, Budget::Method, 8));
+        let o = SolidOptions {
+            merge_gap: gap,
+            ..opts(p, Budget::Method, if gap > 0 { 12 } else { 8 })
+        };
+        let mut b = ssd(name, o);
         let got = drive(&mut b, m, steps);
         assert!(got == want, "{name}: outputs differ from DRAM");
         let t = b.stats.total();
