@@ -212,9 +212,32 @@ fn run_and_eval_reject_bad_inputs_with_status_2() {
         vec!["run", "--method", "nope"],
         vec!["eval", "--text", "/nonexistent/text.txt"],
         vec!["eval", "--text", "x", "--compression", "0"],
+        vec!["run", "--backend", "nope"],
+        vec!["run", "--backend", "ssd", "--budget", "1"],
+        vec!["run", "--backend", "ssd", "--prefetch", "9"],
+        vec!["run", "--backend", "ssd", "--merge-gap", "20"],
+        vec!["run", "--backend", "ssd", "--block", "0"],
+        vec!["run", "--backend", "ssd", "--method", "sparf"],
+        vec!["bench", "solid", "--text", "/nonexistent/text.txt"],
     ] {
         let out = bin().args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
         assert!(!stderr(&out).trim().is_empty(), "{args:?}");
     }
+}
+
+#[test]
+fn a_kv_dir_that_is_a_file_is_a_clear_error() {
+    let dir = scratch("kv-dir-file");
+    let file = dir.join("not-a-dir");
+    std::fs::write(&file, b"x").unwrap();
+    let out = bin()
+        .args(["run", "--backend", "ssd", "--max-tokens", "2", "--kv-dir"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("not-a-dir"), "{err}");
+    assert_eq!(std::fs::read(&file).unwrap(), b"x", "nothing overwritten");
 }

@@ -41,7 +41,8 @@ pub fn run(a: Args) -> Result<(), RunError> {
                         "block_bytes": p.lba_size,
                         "blocks": p.lbas,
                         "max_transfer_bytes": p.max_transfer,
-                        "backend": "ssd-offload",
+                        "backend": "solid-ssd",
+                        "backend_attend_demo": "ssd-offload",
                     })
                 );
             } else {
@@ -49,7 +50,8 @@ pub fn run(a: Args) -> Result<(), RunError> {
                     "plain NVMe drive (no InstCSD capability block): {}\n\
                      namespace 1           {} blocks of {} B\n\
                      max transfer         {} B\n\
-                     backend              ssd-offload (KV cache on the drive, attention on the host)",
+                     backend              run: block-sparse with the KV store on the namespace's block device (SolidAttention);\n\
+                     \x20                    attend, demo: ssd-offload (KV on the drive, attention on the host)",
                     p.model, p.lbas, p.lba_size, p.max_transfer
                 );
             }
