@@ -88,6 +88,9 @@ pub struct StoreStats {
     pub bytes_written: u64,
     /// Write commands.
     pub writes: u64,
+    /// Σ over reads of the transfers in flight just after queueing it
+    /// (÷ `reads`: the mean queue depth the reads saw).
+    pub depth_sum: u64,
     /// Most KV bytes stored at once.
     pub peak_kv_bytes: u64,
     /// Most DRAM the store held at once.
@@ -621,6 +624,7 @@ impl KvStore {
             .map_err(direct)?;
         self.stats.reads += 1;
         self.stats.bytes_read += (n * l.block_bytes()) as u64;
+        self.stats.depth_sum += io.in_flight() as u64;
         Ok(tag)
     }
 
