@@ -698,6 +698,10 @@ impl KvStore {
     fn read_into(&mut self, ws: usize, key: BlockKey) -> Result<Done, BackendError> {
         let l = self.layout;
         let (i, layer, head, b) = key;
+        // A write of this block still in flight lands first.
+        while matches!(&self.media, Media::Disk { pending, .. } if pending.contains(&key)) {
+            self.reap_one()?;
+        }
         let Media::Disk { io, .. } = &mut self.media else {
             return Err(storage("reads from a DRAM store"));
         };
