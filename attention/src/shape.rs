@@ -164,6 +164,16 @@ pub enum Method {
     H2o(H2oParams),
     /// Block-sparse (SolidAttention): see [`BlockParams`].
     Block(BlockParams),
+    /// SparF with the approximate stage in a per-head PCA basis of the
+    /// prefill keys (a rotated dim-indexed K copy, Loki-style); the exact
+    /// pass is unrotated. See [`crate::reference::sparf_rotated`].
+    SparFPca(SparseParams),
+    /// The selection oracle: the top-k tokens by exact attention (reads all
+    /// of K to score; a bound, not a budgeted method).
+    Oracle {
+        /// Tokens attended.
+        k: usize,
+    },
 }
 
 impl Method {
@@ -180,6 +190,13 @@ impl Method {
             Self::Local { .. } => Ok(()),
             Self::H2o(p) => p.validate(),
             Self::Block(p) => p.validate(),
+            Self::SparFPca(p) => p.validate(head_dim),
+            Self::Oracle { k } if *k == 0 => Err(AttentionError::InvalidSparse {
+                r: 0,
+                k: 0,
+                head_dim,
+            }),
+            Self::Oracle { .. } => Ok(()),
         }
     }
 
@@ -192,6 +209,8 @@ impl Method {
             Self::Local { .. } => "Local",
             Self::H2o(_) => "H2O",
             Self::Block(_) => "Block",
+            Self::SparFPca(_) => "SparF-PCA",
+            Self::Oracle { .. } => "Oracle",
         }
     }
 }

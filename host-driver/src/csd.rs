@@ -264,7 +264,12 @@ impl<T: Transport> Csd<T> {
                 let k = u32::try_from(p.k).map_err(|_| arg(format!("k = {} exceeds u32", p.k)))?;
                 DecodeSubmit::sparf(seq, layer, position, flags, r, local, k, &shape)
             }
-            Method::SparQ(_) | Method::Local { .. } | Method::H2o(_) | Method::Block(_) => {
+            Method::SparQ(_)
+            | Method::Local { .. }
+            | Method::H2o(_)
+            | Method::Block(_)
+            | Method::SparFPca(_)
+            | Method::Oracle { .. } => {
                 return Err(arg(format!(
                     "the device runs dense and SparF only, not {}",
                     method.name()

@@ -36,17 +36,25 @@ pub enum Selection {
     Local,
     /// SolidAttention's block-sparse selection (blocks of 32 tokens).
     Block,
+    /// SparF with its dim-indexed K copy in a per-head PCA basis of the
+    /// prefill keys (Loki-style); same budget as SparF.
+    SparFPca,
+    /// The selection oracle: top c·S tokens by exact attention (reads all
+    /// of K to score: a bound, not a budget).
+    Oracle,
 }
 
 impl Selection {
     /// All of them, in report order.
-    pub const ALL: [Selection; 6] = [
+    pub const ALL: [Selection; 8] = [
         Selection::Dense,
         Selection::SparQ,
         Selection::SparF,
         Selection::H2o,
         Selection::Local,
         Selection::Block,
+        Selection::SparFPca,
+        Selection::Oracle,
     ];
 
     /// Lower-case name as on the command line.
@@ -58,6 +66,8 @@ impl Selection {
             Self::H2o => "h2o",
             Self::Local => "local",
             Self::Block => "block",
+            Self::SparFPca => "sparf-pca",
+            Self::Oracle => "oracle",
         }
     }
 }
@@ -74,7 +84,11 @@ impl FromStr for Selection {
         Selection::ALL
             .into_iter()
             .find(|m| m.name() == s.trim().to_ascii_lowercase())
-            .ok_or_else(|| format!("unknown method `{s}` (dense, sparq, sparf, h2o, local, block)"))
+            .ok_or_else(|| {
+                format!(
+                    "unknown method `{s}` (dense, sparq, sparf, h2o, local, block, sparf-pca, oracle)"
+                )
+            })
     }
 }
 
@@ -169,19 +183,20 @@ impl Policy {
         let c = self.compression.get();
         match self.selection {
             Selection::Dense => Method::Dense,
-            Selection::SparQ | Selection::SparF => {
+            Selection::SparQ | Selection::SparF | Selection::SparFPca => {
                 let k = tokens(c / 2.0, s);
                 let p = SparseParams {
                     r: scaled(c, d),
                     k,
                     local: k / 4,
                 };
-                if self.selection == Selection::SparQ {
-                    Method::SparQ(p)
-                } else {
-                    Method::SparF(p)
+                match self.selection {
+                    Selection::SparQ => Method::SparQ(p),
+                    Selection::SparF => Method::SparF(p),
+                    _ => Method::SparFPca(p),
                 }
             }
+            Selection::Oracle => Method::Oracle { k: tokens(c, s) },
             Selection::H2o => {
                 let budget = tokens(c, s);
                 Method::H2o(H2oParams {
@@ -207,12 +222,13 @@ impl Policy {
         let dense = (2 * s * d) as f64;
         match self.method(s, d) {
             Method::Dense => 1.0,
-            Method::SparQ(p) | Method::SparF(p) => {
+            Method::SparQ(p) | Method::SparF(p) | Method::SparFPca(p) => {
                 ((p.r * s + 2 * p.k.min(s) * d) as f64 / dense).min(1.0)
             }
             Method::H2o(p) => ((p.heavy + p.recent).min(s) as f64 / s as f64).min(1.0),
             Method::Local { window } => (window.min(s) as f64 / s as f64).min(1.0),
             Method::Block(p) => (p.budget.min(s) as f64 / s as f64).min(1.0),
+            Method::Oracle { k } => (k.min(s) as f64 / s as f64).min(1.0),
         }
     }
 }
@@ -257,8 +273,10 @@ mod tests {
         for sel in [
             Selection::SparQ,
             Selection::SparF,
+            Selection::SparFPca,
             Selection::H2o,
             Selection::Local,
+            Selection::Oracle,
         ] {
             for c in ["1/2", "1/4", "1/8", "1/16"] {
                 let p = policy(sel, c);
@@ -310,6 +328,10 @@ mod tests {
         assert!("2".parse::<Compression>().is_err());
         assert!("x/2".parse::<Compression>().is_err());
         assert_eq!("SparF".parse::<Selection>().unwrap(), Selection::SparF);
+        assert_eq!("sparf-pca".parse::<Selection>().unwrap(), Selection::SparFPca);
+        for sel in Selection::ALL {
+            assert_eq!(sel.name().parse::<Selection>().unwrap(), sel);
+        }
         assert!("h3o".parse::<Selection>().is_err());
     }
 }

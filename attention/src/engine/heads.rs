@@ -34,11 +34,14 @@ pub fn attend_heads(
     layout.per_group(q, k, v, |q_g, k_g, v_g, shape| match method {
         Method::Dense => dense_group(q_g, k_g, v_g, shape),
         Method::SparF(p) => Ok(sparf_group(q_g, k_g, v_g, shape, p)?.out),
-        Method::SparQ(_) | Method::Local { .. } | Method::H2o(_) | Method::Block(_) => {
-            Err(AttentionError::Unsupported {
-                method: method.name(),
-            })
-        }
+        Method::SparQ(_)
+        | Method::Local { .. }
+        | Method::H2o(_)
+        | Method::Block(_)
+        | Method::SparFPca(_)
+        | Method::Oracle { .. } => Err(AttentionError::Unsupported {
+            method: method.name(),
+        }),
     })
 }
 

@@ -37,6 +37,12 @@ pub fn attend_heads(
             method: "H2O (stateful: use reference::H2o)",
         }),
         Method::Block(p) => block_sparse(q_g, k_g, v_g, shape, p),
+        // Stateless: the basis of the keys given.
+        Method::SparFPca(p) => {
+            let b = super::Basis::pca(k_g, shape.head_dim);
+            super::sparf_rotated(q_g, k_g, &b.rotate(k_g), v_g, shape, p, &b).map(|t| t.out)
+        }
+        Method::Oracle { k } => super::oracle(q_g, k_g, v_g, shape, k),
     })
 }
 
@@ -86,6 +92,7 @@ mod tests {
                     Method::Local { window } => local(qg, kg, vg, shape, window),
                     Method::H2o(_) => unreachable!("stateful"),
                     Method::Block(p) => block_sparse(qg, kg, vg, shape, p),
+                    Method::SparFPca(_) | Method::Oracle { .. } => unreachable!("not listed"),
                 }
                 .unwrap();
                 assert_eq!(all[g * 2 * d..(g + 1) * 2 * d], want[..]);

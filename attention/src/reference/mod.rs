@@ -8,6 +8,7 @@
 //! with no |q| mass on the chosen dims gets approximate scale 0 (uniform
 //! approximate scores), and the approximate scale is capped at 16.
 
+mod basis;
 mod block;
 mod common;
 mod dense;
@@ -15,6 +16,7 @@ mod heads;
 mod sparse;
 mod window;
 
+pub use basis::Basis;
 pub use block::{
     REPS, block_score, block_select, block_sparse, fixed_blocks, representative_keys,
     representatives, select_blocks,
@@ -22,7 +24,7 @@ pub use block::{
 pub use dense::dense;
 pub use heads::attend_heads;
 pub use sparse::{
-    SparqTrace, SparseSelection, SparseTrace, sparf, sparf_finish, sparf_select, sparf_traced,
-    sparq, sparq_traced,
+    SparqTrace, SparseSelection, SparseTrace, oracle, sparf, sparf_finish, sparf_rotated,
+    sparf_select, sparf_traced, sparq, sparq_traced,
 };
 pub use window::{H2o, local};

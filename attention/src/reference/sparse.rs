@@ -171,6 +171,71 @@ pub fn sparf_finish(
     }
 }
 
+/// SparF with its approximate stage in `basis` (a rotated dim-indexed K
+/// copy, Loki-style): q is rotated into the basis, the r dims are chosen
+/// among the basis directions and scored against `k_rot` (K expressed in
+/// the basis, as the store keeps it); the exact pass uses the unrotated q,
+/// K and V, so only the selection differs from [`sparf_traced`].
+pub fn sparf_rotated(
+    q: &[f32],
+    k: &[f32],
+    k_rot: &[f32],
+    v: &[f32],
+    shape: GroupShape,
+    p: SparseParams,
+    basis: &super::Basis,
+) -> Result<SparseTrace, AttentionError> {
+    let s = shape.check_inputs(q.len(), k.len(), v.len())?;
+    if k_rot.len() != k.len() || basis.dim() != shape.head_dim {
+        return Err(AttentionError::LengthMismatch {
+            what: "rotated K",
+            expected: k.len(),
+            actual: k_rot.len(),
+        });
+    }
+    let sel = sparf_select(&basis.rotate(q), k_rot, shape, p)?;
+    let d = shape.head_dim;
+    let vbar = weighted_sum(&vec![1.0 / s as f64; s], v.chunks_exact(d), d);
+    let rows: Vec<f32> = sel
+        .tokens
+        .iter()
+        .flat_map(|&j| row(v, j, d).iter().copied())
+        .collect();
+    Ok(sparf_finish(q, k, &rows, &vbar, shape, sel))
+}
+
+/// The selection oracle: the `k` tokens with the largest exact attention
+/// probability summed over the group's query heads, then exact attention
+/// over them (no blend). It reads all of K to score, so it is a bound on
+/// what a better approximate stage could reach, not a method with a
+/// budget.
+pub fn oracle(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    shape: GroupShape,
+    k_tokens: usize,
+) -> Result<Vec<f32>, AttentionError> {
+    let s = shape.check_inputs(q.len(), k.len(), v.len())?;
+    let d = shape.head_dim;
+    let scale = 1.0 / sqrt(d as f64);
+    let mut keys = vec![0.0f64; s];
+    for q_h in q.chunks_exact(d) {
+        let logits: Vec<f64> = k.chunks_exact(d).map(|r| dot(q_h, r) * scale).collect();
+        for (key, p) in keys.iter_mut().zip(softmax(&logits)) {
+            *key += p;
+        }
+    }
+    let tokens = argtopk(&keys, k_tokens.clamp(1, s));
+    let gather = |x: &[f32]| -> Vec<f32> {
+        tokens
+            .iter()
+            .flat_map(|&j| row(x, j, d).iter().copied())
+            .collect()
+    };
+    super::dense(q, &gather(k), &gather(v), shape)
+}
+
 /// SparQ: every query head of the group independently picks its own r dims
 /// and k tokens (SparF with a group of one, head by head).
 pub fn sparq(
@@ -274,6 +339,82 @@ mod tests {
 
     fn normals(rng: &mut SplitMix64, n: usize) -> Vec<f32> {
         (0..n).map(|_| rng.normal()).collect()
+    }
+
+    #[test]
+    fn rotation_changes_only_the_selection() {
+        use crate::reference::Basis;
+        use crate::testdata::{structured_kv, structured_query};
+        let (s, d, g) = (300, 32, 3);
+        let (k, v) = structured_kv(4, 1, s, d);
+        let q = structured_query(4, g, d, 1);
+        let shape = GroupShape {
+            group: g,
+            head_dim: d,
+        };
+        let b = Basis::pca(&k, d);
+        let k_rot = b.rotate(&k);
+        // Every token chosen: the exact pass alone decides, and it is
+        // unrotated, so the outputs are the same bits.
+        let all = SparseParams {
+            r: 4,
+            k: s,
+            local: 0,
+        };
+        let rot = sparf_rotated(&q, &k, &k_rot, &v, shape, all, &b).unwrap();
+        let plain = sparf_traced(&q, &k, &v, shape, all).unwrap();
+        assert_eq!(rot.out, plain.out);
+        // A partial choice: the exact pass over the rotated choice equals
+        // the unrotated finish of that same choice.
+        let p = SparseParams {
+            r: 4,
+            k: 40,
+            local: 8,
+        };
+        let rot = sparf_rotated(&q, &k, &k_rot, &v, shape, p, &b).unwrap();
+        let sel = SparseSelection {
+            dims: rot.dims.clone(),
+            tokens: rot.tokens.clone(),
+            alphas: rot.alphas.clone(),
+            all: false,
+        };
+        let vbar = weighted_sum(&vec![1.0 / s as f64; s], v.chunks_exact(d), d);
+        let rows: Vec<f32> = sel
+            .tokens
+            .iter()
+            .flat_map(|&j| row(&v, j, d).to_vec())
+            .collect();
+        assert_eq!(sparf_finish(&q, &k, &rows, &vbar, shape, sel).out, rot.out);
+        // The identity basis is plain SparF.
+        let id = Basis::identity(d);
+        let same = sparf_rotated(&q, &k, &k, &v, shape, p, &id).unwrap();
+        assert_eq!(same, sparf_traced(&q, &k, &v, shape, p).unwrap());
+        // A wrong rotated copy is refused.
+        assert!(sparf_rotated(&q, &k, &k_rot[..d], &v, shape, p, &b).is_err());
+    }
+
+    #[test]
+    fn the_oracle_with_every_token_is_dense() {
+        let mut rng = SplitMix64::new(8);
+        let (s, d, g) = (50, 16, 2);
+        let (q, k, v) = (
+            normals(&mut rng, g * d),
+            normals(&mut rng, s * d),
+            normals(&mut rng, s * d),
+        );
+        let shape = GroupShape {
+            group: g,
+            head_dim: d,
+        };
+        let all = oracle(&q, &k, &v, shape, s).unwrap();
+        let want = dense(&q, &k, &v, shape).unwrap();
+        let err = all
+            .iter()
+            .zip(&want)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        assert!(err < 1e-6, "{err}");
+        assert!(oracle(&q, &k, &v, shape, 5).is_ok());
     }
 
     #[test]

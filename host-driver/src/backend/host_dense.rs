@@ -25,6 +25,10 @@ struct HeadKv {
     k_bits: Vec<u16>,
     v_bits: Vec<u16>,
     h2o: reference::H2o,
+    /// SparF-PCA: the basis of the keys present at its first step (the
+    /// prefill), and K expressed in it.
+    basis: Option<reference::Basis>,
+    k_rot: Vec<f32>,
 }
 
 /// Which arithmetic a [`HostDense`] uses.
@@ -150,6 +154,17 @@ impl AttentionBackend for HostDense {
                     }
                     (Arithmetic::Reference, Method::H2o(p)) => {
                         out.extend(hk.h2o.step(q_g, &hk.k, &hk.v, group, p)?);
+                    }
+                    (Arithmetic::Reference, Method::SparFPca(p)) => {
+                        let basis = hk
+                            .basis
+                            .get_or_insert_with(|| reference::Basis::pca(&hk.k, d));
+                        let have = hk.k_rot.len();
+                        hk.k_rot.extend(basis.rotate(&hk.k[have..]));
+                        let t = reference::sparf_rotated(
+                            q_g, &hk.k, &hk.k_rot, &hk.v, group, p, basis,
+                        )?;
+                        out.extend(t.out);
                     }
                     (Arithmetic::Reference, method) => out.extend(reference::attend_heads(
                         method, q_g, &hk.k, &hk.v, g, 1, s, d,

@@ -247,10 +247,14 @@ impl AttendReport {
     pub fn to_json(&self) -> serde_json::Value {
         let c = &self.counters;
         let (r, topk, local) = match self.method {
-            Method::SparF(p) | Method::SparQ(p) => (Some(p.r), Some(p.k), Some(p.local)),
-            Method::Dense | Method::Local { .. } | Method::H2o(_) | Method::Block(_) => {
-                (None, None, None)
+            Method::SparF(p) | Method::SparQ(p) | Method::SparFPca(p) => {
+                (Some(p.r), Some(p.k), Some(p.local))
             }
+            Method::Dense
+            | Method::Local { .. }
+            | Method::H2o(_)
+            | Method::Block(_)
+            | Method::Oracle { .. } => (None, None, None),
         };
         json!({
             "method": self.method_name,
