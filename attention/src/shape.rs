@@ -87,6 +87,41 @@ impl SparseParams {
     }
 }
 
+/// Where SparF's approximate stage scores: in the raw dims (the paper), or
+/// in a per-head basis of the prefill keys stored as the dim-indexed copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BasisKind {
+    /// The head's own dims.
+    Raw,
+    /// The keys' principal directions (Loki-style rotation).
+    Pca,
+    /// The principal directions scaled by the keys' RMS (queries ×, keys
+    /// ÷): SparF's |q| rule then ranks dims by the expected |q_i·k_i|.
+    Balanced,
+}
+
+/// The adaptive guardrail: when the approximate scores put less than
+/// `alpha_min` of a query head's mass on the chosen tokens, k doubles (up
+/// to `k_cap`) until they do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Guard {
+    /// Threshold on min over the group's heads of α, in thousandths.
+    pub alpha_min_milli: u16,
+    /// Most tokens k may grow to.
+    pub k_cap: usize,
+}
+
+/// SparF with the options beyond the paper.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SparfPlus {
+    /// r, k, local as in SparF (k is where the guardrail starts).
+    pub p: SparseParams,
+    /// Where the approximate stage scores.
+    pub basis: BasisKind,
+    /// The guardrail, if any.
+    pub guard: Option<Guard>,
+}
+
 /// H2O parameters: tokens cached = `heavy + recent`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct H2oParams {
@@ -164,10 +199,11 @@ pub enum Method {
     H2o(H2oParams),
     /// Block-sparse (SolidAttention): see [`BlockParams`].
     Block(BlockParams),
-    /// SparF with the approximate stage in a per-head PCA basis of the
-    /// prefill keys (a rotated dim-indexed K copy, Loki-style); the exact
-    /// pass is unrotated. See [`crate::reference::sparf_rotated`].
-    SparFPca(SparseParams),
+    /// SparF with its options: the approximate stage in a per-head basis
+    /// of the prefill keys (a rotated dim-indexed K copy, Loki-style; the
+    /// exact pass is unrotated) and the adaptive guardrail. See
+    /// [`crate::reference::sparf_plus`].
+    SparFPlus(SparfPlus),
     /// The selection oracle: the top-k tokens by exact attention (reads all
     /// of K to score; a bound, not a budgeted method).
     Oracle {
@@ -190,7 +226,7 @@ impl Method {
             Self::Local { .. } => Ok(()),
             Self::H2o(p) => p.validate(),
             Self::Block(p) => p.validate(),
-            Self::SparFPca(p) => p.validate(head_dim),
+            Self::SparFPlus(o) => o.p.validate(head_dim),
             Self::Oracle { k } if *k == 0 => Err(AttentionError::InvalidSparse {
                 r: 0,
                 k: 0,
@@ -209,7 +245,7 @@ impl Method {
             Self::Local { .. } => "Local",
             Self::H2o(_) => "H2O",
             Self::Block(_) => "Block",
-            Self::SparFPca(_) => "SparF-PCA",
+            Self::SparFPlus(_) => "SparF+",
             Self::Oracle { .. } => "Oracle",
         }
     }

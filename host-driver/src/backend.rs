@@ -16,7 +16,7 @@ pub(crate) mod lengths;
 mod ssd_offload;
 
 pub use error::BackendError;
-pub use host_dense::{Arithmetic, HostDense};
+pub use host_dense::{Arithmetic, GuardStats, HostDense};
 pub use in_storage::InStorage;
 pub use ssd_offload::SsdOffload;
 

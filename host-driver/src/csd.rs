@@ -268,7 +268,7 @@ impl<T: Transport> Csd<T> {
             | Method::Local { .. }
             | Method::H2o(_)
             | Method::Block(_)
-            | Method::SparFPca(_)
+            | Method::SparFPlus(_)
             | Method::Oracle { .. } => {
                 return Err(arg(format!(
                     "the device runs dense and SparF only, not {}",

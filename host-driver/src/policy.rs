@@ -19,7 +19,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use attention::shape::{BlockParams, H2oParams, Method, SparseParams};
+use attention::shape::{BasisKind, BlockParams, Guard, H2oParams, Method, SparfPlus, SparseParams};
 
 /// The attention methods a model can run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -39,6 +39,13 @@ pub enum Selection {
     /// SparF with its dim-indexed K copy in a per-head PCA basis of the
     /// prefill keys (Loki-style); same budget as SparF.
     SparFPca,
+    /// The same basis with each direction scaled by the keys' RMS (queries
+    /// ×, keys ÷), so the dims are picked by the expected |q_i·k_i|.
+    SparFBal,
+    /// SparF with the adaptive guardrail (see [`GUARD_ALPHA_MILLI`]).
+    SparFGuard,
+    /// The scaled PCA basis and the guardrail.
+    SparFBalGuard,
     /// The selection oracle: top c·S tokens by exact attention (reads all
     /// of K to score: a bound, not a budget).
     Oracle,
@@ -46,7 +53,7 @@ pub enum Selection {
 
 impl Selection {
     /// All of them, in report order.
-    pub const ALL: [Selection; 8] = [
+    pub const ALL: [Selection; 11] = [
         Selection::Dense,
         Selection::SparQ,
         Selection::SparF,
@@ -54,6 +61,9 @@ impl Selection {
         Selection::Local,
         Selection::Block,
         Selection::SparFPca,
+        Selection::SparFBal,
+        Selection::SparFGuard,
+        Selection::SparFBalGuard,
         Selection::Oracle,
     ];
 
@@ -67,6 +77,9 @@ impl Selection {
             Self::Local => "local",
             Self::Block => "block",
             Self::SparFPca => "sparf-pca",
+            Self::SparFBal => "sparf-bal",
+            Self::SparFGuard => "sparf-guard",
+            Self::SparFBalGuard => "sparf-bal-guard",
             Self::Oracle => "oracle",
         }
     }
@@ -86,7 +99,7 @@ impl FromStr for Selection {
             .find(|m| m.name() == s.trim().to_ascii_lowercase())
             .ok_or_else(|| {
                 format!(
-                    "unknown method `{s}` (dense, sparq, sparf, h2o, local, block, sparf-pca, oracle)"
+                    "unknown method `{s}` (dense, sparq, sparf, h2o, local, block, sparf-pca, sparf-bal, sparf-guard, sparf-bal-guard, oracle)"
                 )
             })
     }
@@ -157,6 +170,12 @@ pub struct Policy {
     pub compression: Compression,
 }
 
+/// The guardrail widens k when a query head's approximate α (the mass
+/// the approximate scores put on the chosen tokens) is below 0.6 ...
+pub const GUARD_ALPHA_MILLI: u16 = 600;
+/// ... doubling it up to this many times the step's nominal bytes.
+pub const GUARD_CAP: f64 = 2.0;
+
 /// The fewest tokens a sparse method keeps.
 pub const MIN_TOKENS: usize = 32;
 
@@ -183,17 +202,29 @@ impl Policy {
         let c = self.compression.get();
         match self.selection {
             Selection::Dense => Method::Dense,
-            Selection::SparQ | Selection::SparF | Selection::SparFPca => {
+            Selection::SparQ
+            | Selection::SparF
+            | Selection::SparFPca
+            | Selection::SparFBal
+            | Selection::SparFGuard
+            | Selection::SparFBalGuard => {
                 let k = tokens(c / 2.0, s);
-                let p = SparseParams {
-                    r: scaled(c, d),
-                    k,
-                    local: k / 4,
+                let r = scaled(c, d);
+                let p = SparseParams { r, k, local: k / 4 };
+                // The cap: GUARD_CAP × the step's bytes, r·S of them spent.
+                let cap_elems = GUARD_CAP * c * (2 * s * d) as f64 - (r * s) as f64;
+                let guard = Guard {
+                    alpha_min_milli: GUARD_ALPHA_MILLI,
+                    k_cap: ((cap_elems / (2 * d) as f64) as usize).clamp(k, s.max(k)),
                 };
+                let plus = |basis, guard| Method::SparFPlus(SparfPlus { p, basis, guard });
                 match self.selection {
                     Selection::SparQ => Method::SparQ(p),
                     Selection::SparF => Method::SparF(p),
-                    _ => Method::SparFPca(p),
+                    Selection::SparFPca => plus(BasisKind::Pca, None),
+                    Selection::SparFBal => plus(BasisKind::Balanced, None),
+                    Selection::SparFGuard => plus(BasisKind::Raw, Some(guard)),
+                    _ => plus(BasisKind::Balanced, Some(guard)),
                 }
             }
             Selection::Oracle => Method::Oracle { k: tokens(c, s) },
@@ -222,7 +253,7 @@ impl Policy {
         let dense = (2 * s * d) as f64;
         match self.method(s, d) {
             Method::Dense => 1.0,
-            Method::SparQ(p) | Method::SparF(p) | Method::SparFPca(p) => {
+            Method::SparQ(p) | Method::SparF(p) | Method::SparFPlus(SparfPlus { p, .. }) => {
                 ((p.r * s + 2 * p.k.min(s) * d) as f64 / dense).min(1.0)
             }
             Method::H2o(p) => ((p.heavy + p.recent).min(s) as f64 / s as f64).min(1.0),
@@ -274,6 +305,7 @@ mod tests {
             Selection::SparQ,
             Selection::SparF,
             Selection::SparFPca,
+            Selection::SparFBal,
             Selection::H2o,
             Selection::Local,
             Selection::Oracle,
@@ -328,7 +360,10 @@ mod tests {
         assert!("2".parse::<Compression>().is_err());
         assert!("x/2".parse::<Compression>().is_err());
         assert_eq!("SparF".parse::<Selection>().unwrap(), Selection::SparF);
-        assert_eq!("sparf-pca".parse::<Selection>().unwrap(), Selection::SparFPca);
+        assert_eq!(
+            "sparf-pca".parse::<Selection>().unwrap(),
+            Selection::SparFPca
+        );
         for sel in Selection::ALL {
             assert_eq!(sel.name().parse::<Selection>().unwrap(), sel);
         }

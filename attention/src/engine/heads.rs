@@ -38,7 +38,7 @@ pub fn attend_heads(
         | Method::Local { .. }
         | Method::H2o(_)
         | Method::Block(_)
-        | Method::SparFPca(_)
+        | Method::SparFPlus(_)
         | Method::Oracle { .. } => Err(AttentionError::Unsupported {
             method: method.name(),
         }),

@@ -21,6 +21,9 @@ pub struct Basis {
     rows: Vec<f64>,
     /// Eigenvalue of each row (the mean of (k · row)²).
     energy: Vec<f64>,
+    /// Per direction: queries are multiplied and keys divided by it
+    /// (1 for a plain rotation).
+    scales: Vec<f64>,
 }
 
 impl Basis {
@@ -34,6 +37,7 @@ impl Basis {
             d,
             rows,
             energy: vec![0.0; d],
+            scales: vec![1.0; d],
         }
     }
 
@@ -71,7 +75,59 @@ impl Basis {
             }
             energy[r] = values[c].max(0.0);
         }
-        Self { d, rows, energy }
+        Self {
+            d,
+            rows,
+            energy,
+            scales: vec![1.0; d],
+        }
+    }
+
+    /// [`Self::pca`] with each direction scaled by its keys' RMS: queries
+    /// are multiplied by it and keys divided, so q·k is unchanged while
+    /// SparF's rule (the largest |q| dims) picks the dims by the expected
+    /// size of q_i·k_i rather than of q_i alone, and the stored keys have
+    /// unit RMS per dim (comfortable for fp16).
+    pub fn pca_balanced(keys: &[f32], d: usize) -> Self {
+        let mut b = Self::pca(keys, d);
+        let floor = b.energy.first().copied().unwrap_or(0.0) * 1e-8;
+        b.scales = b
+            .energy
+            .iter()
+            .map(|&e| if e > floor && e > 0.0 { sqrt(e) } else { 1.0 })
+            .collect();
+        b
+    }
+
+    /// A query in the basis: `y_i = s_i · (row_i · x)` per `d`-row.
+    pub fn rotate_query(&self, x: &[f32]) -> Vec<f32> {
+        self.project(x, |i| self.scales[i])
+    }
+
+    /// A key in the basis: `y_i = (row_i · x) / s_i` per `d`-row.
+    pub fn rotate_key(&self, x: &[f32]) -> Vec<f32> {
+        self.project(x, |i| 1.0 / self.scales[i])
+    }
+
+    fn project(&self, x: &[f32], f: impl Fn(usize) -> f64) -> Vec<f32> {
+        let d = self.d;
+        let mut out = Vec::with_capacity(x.len());
+        for v in x.chunks_exact(d) {
+            for (i, r) in self.rows.chunks_exact(d).enumerate() {
+                let s: f64 = r.iter().zip(v).map(|(a, &b)| a * f64::from(b)).sum();
+                out.push((s * f(i)) as f32);
+            }
+        }
+        out
+    }
+
+    /// The basis of `kind` for `keys`.
+    pub fn of_kind(kind: crate::shape::BasisKind, keys: &[f32], d: usize) -> Self {
+        match kind {
+            crate::shape::BasisKind::Raw => Self::identity(d),
+            crate::shape::BasisKind::Pca => Self::pca(keys, d),
+            crate::shape::BasisKind::Balanced => Self::pca_balanced(keys, d),
+        }
     }
 
     /// Dimension.
@@ -84,17 +140,10 @@ impl Basis {
         &self.energy
     }
 
-    /// Each `d`-row of `x` expressed in the basis (`y_i = row_i · x`).
+    /// Each `d`-row of `x` expressed in the orthonormal rows
+    /// (`y_i = row_i · x`, no scaling).
     pub fn rotate(&self, x: &[f32]) -> Vec<f32> {
-        let d = self.d;
-        let mut out = Vec::with_capacity(x.len());
-        for v in x.chunks_exact(d) {
-            for r in self.rows.chunks_exact(d) {
-                let s: f64 = r.iter().zip(v).map(|(a, &b)| a * f64::from(b)).sum();
-                out.push(s as f32);
-            }
-        }
-        out
+        self.project(x, |_| 1.0)
     }
 
     /// The rows, `[d][d]` (for storing the basis).
@@ -196,6 +245,13 @@ mod tests {
         let (rx, ry) = (b.rotate(&x), b.rotate(&y));
         let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(p, q)| p * q).sum::<f32>();
         assert!((dot(&x, &y) - dot(&rx, &ry)).abs() < 1e-4);
+        // The balanced form keeps q·k too, and gives the keys unit RMS.
+        let bb = Basis::pca_balanced(&keys, d);
+        let (qx, ky) = (bb.rotate_query(&x), bb.rotate_key(&y));
+        assert!((dot(&x, &y) - dot(&qx, &ky)).abs() < 1e-3);
+        let kr = bb.rotate_key(&keys);
+        let rms0 = (kr.chunks_exact(d).map(|k| k[0] * k[0]).sum::<f32>() / n as f32).sqrt();
+        assert!((rms0 - 1.0).abs() < 1e-3, "{rms0}");
     }
 
     #[test]

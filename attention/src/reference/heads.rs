@@ -38,9 +38,10 @@ pub fn attend_heads(
         }),
         Method::Block(p) => block_sparse(q_g, k_g, v_g, shape, p),
         // Stateless: the basis of the keys given.
-        Method::SparFPca(p) => {
-            let b = super::Basis::pca(k_g, shape.head_dim);
-            super::sparf_rotated(q_g, k_g, &b.rotate(k_g), v_g, shape, p, &b).map(|t| t.out)
+        Method::SparFPlus(o) => {
+            let b = super::Basis::of_kind(o.basis, k_g, shape.head_dim);
+            super::sparf_plus(q_g, k_g, &b.rotate_key(k_g), v_g, shape, o.p, o.guard, &b)
+                .map(|t| t.out)
         }
         Method::Oracle { k } => super::oracle(q_g, k_g, v_g, shape, k),
     })
@@ -92,7 +93,7 @@ mod tests {
                     Method::Local { window } => local(qg, kg, vg, shape, window),
                     Method::H2o(_) => unreachable!("stateful"),
                     Method::Block(p) => block_sparse(qg, kg, vg, shape, p),
-                    Method::SparFPca(_) | Method::Oracle { .. } => unreachable!("not listed"),
+                    Method::SparFPlus(_) | Method::Oracle { .. } => unreachable!("not listed"),
                 }
                 .unwrap();
                 assert_eq!(all[g * 2 * d..(g + 1) * 2 * d], want[..]);

@@ -24,7 +24,7 @@ pub use block::{
 pub use dense::dense;
 pub use heads::attend_heads;
 pub use sparse::{
-    SparqTrace, SparseSelection, SparseTrace, oracle, sparf, sparf_finish, sparf_rotated,
-    sparf_select, sparf_traced, sparq, sparq_traced,
+    SparqTrace, SparseSelection, SparseTrace, oracle, sparf, sparf_finish, sparf_plus,
+    sparf_select, sparf_select_guarded, sparf_traced, sparq, sparq_traced,
 };
 pub use window::{H2o, local};

@@ -75,6 +75,20 @@ pub fn sparf_select(
     shape: GroupShape,
     p: SparseParams,
 ) -> Result<SparseSelection, AttentionError> {
+    sparf_select_guarded(q, k, shape, p, None)
+}
+
+/// [`sparf_select`] with the adaptive guardrail: while some query head's
+/// α is below `guard.alpha_min_milli / 1000` and k is below the cap, k
+/// doubles (capped). The approximate scores are computed once; widening
+/// only reads more token rows.
+pub fn sparf_select_guarded(
+    q: &[f32],
+    k: &[f32],
+    shape: GroupShape,
+    p: SparseParams,
+    guard: Option<crate::shape::Guard>,
+) -> Result<SparseSelection, AttentionError> {
     let s = shape.check_inputs(q.len(), k.len(), k.len())?;
     p.validate(shape.head_dim)?;
     let (g, d) = (shape.group, shape.head_dim);
@@ -103,18 +117,29 @@ pub fn sparf_select(
             if j >= first_local { sum + bonus } else { sum }
         })
         .collect();
-    let tokens = argtopk(&token_keys, p.k);
-    let all = tokens.len() == s;
-    let alphas = approx
-        .iter()
-        .map(|sh| {
-            if all {
-                1.0
-            } else {
-                tokens.iter().map(|&j| sh[j as usize]).sum::<f64>().min(1.0)
-            }
-        })
-        .collect();
+    let mut k_now = p.k;
+    let (tokens, all, alphas) = loop {
+        let tokens = argtopk(&token_keys, k_now);
+        let all = tokens.len() == s;
+        let alphas: Vec<f64> = approx
+            .iter()
+            .map(|sh| {
+                if all {
+                    1.0
+                } else {
+                    tokens.iter().map(|&j| sh[j as usize]).sum::<f64>().min(1.0)
+                }
+            })
+            .collect();
+        let low = guard.filter(|g| {
+            let min = alphas.iter().copied().fold(f64::INFINITY, f64::min);
+            min * 1000.0 < f64::from(g.alpha_min_milli) && k_now < g.k_cap.min(s)
+        });
+        match low {
+            Some(g) => k_now = (2 * k_now).min(g.k_cap.min(s)),
+            None => break (tokens, all, alphas),
+        }
+    };
     Ok(SparseSelection {
         dims,
         tokens,
@@ -171,29 +196,33 @@ pub fn sparf_finish(
     }
 }
 
-/// SparF with its approximate stage in `basis` (a rotated dim-indexed K
-/// copy, Loki-style): q is rotated into the basis, the r dims are chosen
-/// among the basis directions and scored against `k_rot` (K expressed in
-/// the basis, as the store keeps it); the exact pass uses the unrotated q,
-/// K and V, so only the selection differs from [`sparf_traced`].
-pub fn sparf_rotated(
+/// SparF with its options ([`crate::shape::SparfPlus`]): the
+/// approximate stage in `basis` — q in the basis (`basis.rotate_query`),
+/// the r dims chosen among the basis directions and scored against
+/// `k_basis` (K in the basis, `basis.rotate_key(k)`, as the store keeps
+/// it) — and the guardrail; the exact pass uses the unrotated q, K and V,
+/// so the basis changes only the selection. Pass the identity basis and
+/// `k_basis = k` for the raw dims.
+#[allow(clippy::too_many_arguments)]
+pub fn sparf_plus(
     q: &[f32],
     k: &[f32],
-    k_rot: &[f32],
+    k_basis: &[f32],
     v: &[f32],
     shape: GroupShape,
     p: SparseParams,
+    guard: Option<crate::shape::Guard>,
     basis: &super::Basis,
 ) -> Result<SparseTrace, AttentionError> {
     let s = shape.check_inputs(q.len(), k.len(), v.len())?;
-    if k_rot.len() != k.len() || basis.dim() != shape.head_dim {
+    if k_basis.len() != k.len() || basis.dim() != shape.head_dim {
         return Err(AttentionError::LengthMismatch {
-            what: "rotated K",
+            what: "K in the basis",
             expected: k.len(),
-            actual: k_rot.len(),
+            actual: k_basis.len(),
         });
     }
-    let sel = sparf_select(&basis.rotate(q), k_rot, shape, p)?;
+    let sel = sparf_select_guarded(&basis.rotate_query(q), k_basis, shape, p, guard)?;
     let d = shape.head_dim;
     let vbar = weighted_sum(&vec![1.0 / s as f64; s], v.chunks_exact(d), d);
     let rows: Vec<f32> = sel
@@ -353,7 +382,7 @@ mod tests {
             head_dim: d,
         };
         let b = Basis::pca(&k, d);
-        let k_rot = b.rotate(&k);
+        let k_rot = b.rotate_key(&k);
         // Every token chosen: the exact pass alone decides, and it is
         // unrotated, so the outputs are the same bits.
         let all = SparseParams {
@@ -361,7 +390,7 @@ mod tests {
             k: s,
             local: 0,
         };
-        let rot = sparf_rotated(&q, &k, &k_rot, &v, shape, all, &b).unwrap();
+        let rot = sparf_plus(&q, &k, &k_rot, &v, shape, all, None, &b).unwrap();
         let plain = sparf_traced(&q, &k, &v, shape, all).unwrap();
         assert_eq!(rot.out, plain.out);
         // A partial choice: the exact pass over the rotated choice equals
@@ -371,7 +400,7 @@ mod tests {
             k: 40,
             local: 8,
         };
-        let rot = sparf_rotated(&q, &k, &k_rot, &v, shape, p, &b).unwrap();
+        let rot = sparf_plus(&q, &k, &k_rot, &v, shape, p, None, &b).unwrap();
         let sel = SparseSelection {
             dims: rot.dims.clone(),
             tokens: rot.tokens.clone(),
@@ -387,10 +416,55 @@ mod tests {
         assert_eq!(sparf_finish(&q, &k, &rows, &vbar, shape, sel).out, rot.out);
         // The identity basis is plain SparF.
         let id = Basis::identity(d);
-        let same = sparf_rotated(&q, &k, &k, &v, shape, p, &id).unwrap();
+        let same = sparf_plus(&q, &k, &k, &v, shape, p, None, &id).unwrap();
         assert_eq!(same, sparf_traced(&q, &k, &v, shape, p).unwrap());
         // A wrong rotated copy is refused.
-        assert!(sparf_rotated(&q, &k, &k_rot[..d], &v, shape, p, &b).is_err());
+        assert!(sparf_plus(&q, &k, &k_rot[..d], &v, shape, p, None, &b).is_err());
+    }
+
+    #[test]
+    fn the_guardrail_widens_k_within_its_cap() {
+        use crate::shape::Guard;
+        use crate::testdata::{structured_kv, structured_query};
+        let (s, d, g) = (400, 32, 3);
+        let (k, _) = structured_kv(6, 1, s, d);
+        let q = structured_query(6, g, d, 1);
+        let shape = GroupShape {
+            group: g,
+            head_dim: d,
+        };
+        let p = SparseParams {
+            r: 4,
+            k: 8,
+            local: 2,
+        };
+        let plain = sparf_select(&q, &k, shape, p).unwrap();
+        for cap in [8, 20, 64, 1000] {
+            for milli in [0, 500, 900, 1000] {
+                let guard = Guard {
+                    alpha_min_milli: milli,
+                    k_cap: cap,
+                };
+                let sel = sparf_select_guarded(&q, &k, shape, p, Some(guard)).unwrap();
+                // Never past the cap (nor the context), never below k.
+                assert!(
+                    sel.tokens.len() <= cap.max(p.k).min(s),
+                    "cap {cap}: {}",
+                    sel.tokens.len()
+                );
+                assert!(sel.tokens.len() >= p.k);
+                let min = sel.alphas.iter().copied().fold(f64::INFINITY, f64::min);
+                // Either satisfied or at the cap.
+                assert!(
+                    min * 1000.0 >= f64::from(milli) || sel.tokens.len() == cap.min(s),
+                    "cap {cap} milli {milli}: α {min}, k {}",
+                    sel.tokens.len()
+                );
+                if milli == 0 {
+                    assert_eq!(sel, plain, "a guard that never fires changes nothing");
+                }
+            }
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use attention::shape::{GroupShape, Method};
+use attention::shape::{BasisKind, GroupShape, Method};
 use attention::{engine, reference};
 
 use super::lengths::Lengths;
@@ -25,9 +25,9 @@ struct HeadKv {
     k_bits: Vec<u16>,
     v_bits: Vec<u16>,
     h2o: reference::H2o,
-    /// SparF-PCA: the basis of the keys present at its first step (the
+    /// SparF+: the basis of the keys present at its first step (the
     /// prefill), and K expressed in it.
-    basis: Option<reference::Basis>,
+    basis: Option<(BasisKind, reference::Basis)>,
     k_rot: Vec<f32>,
 }
 
@@ -48,8 +48,21 @@ pub struct HostDense {
     arithmetic: Arithmetic,
     /// `[layer][kv_head]` per sequence.
     kv: HashMap<u32, Vec<Vec<HeadKv>>>,
-    /// What the last SparQ step read, as a fraction of dense.
+    /// What the last SparQ or SparF+ step read, as a fraction of dense.
     last_read: Option<f64>,
+    /// What the guardrail did.
+    pub guard: GuardStats,
+}
+
+/// How often the guardrail widened k, and what it cost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GuardStats {
+    /// KV-head steps of SparF+.
+    pub heads: u64,
+    /// Of those, the ones where k was widened.
+    pub fired: u64,
+    /// K and V elements read beyond the nominal k.
+    pub extra_elements: u64,
 }
 
 impl HostDense {
@@ -136,6 +149,7 @@ impl AttentionBackend for HostDense {
             let (g, d) = (shape.group(), shape.head_dim);
             let q: Vec<f32> = step.q.iter().copied().map(round_f16).collect();
             let arithmetic = self.arithmetic;
+            let mut guard = self.guard;
             let heads = self.heads_mut(step.seq, step.layer)?;
             let mut out = Vec::with_capacity(q.len());
             let group = GroupShape {
@@ -155,15 +169,28 @@ impl AttentionBackend for HostDense {
                     (Arithmetic::Reference, Method::H2o(p)) => {
                         out.extend(hk.h2o.step(q_g, &hk.k, &hk.v, group, p)?);
                     }
-                    (Arithmetic::Reference, Method::SparFPca(p)) => {
-                        let basis = hk
-                            .basis
-                            .get_or_insert_with(|| reference::Basis::pca(&hk.k, d));
+                    (Arithmetic::Reference, Method::SparFPlus(o)) => {
+                        if hk.basis.as_ref().is_none_or(|(kind, _)| *kind != o.basis) {
+                            // The basis of the keys stored at the first
+                            // step: the prefill (and the step's token).
+                            let b = reference::Basis::of_kind(o.basis, &hk.k, d);
+                            hk.k_rot = b.rotate_key(&hk.k);
+                            hk.basis = Some((o.basis, b));
+                        }
+                        let Some((_, basis)) = hk.basis.as_ref() else {
+                            unreachable!("set above");
+                        };
                         let have = hk.k_rot.len();
-                        hk.k_rot.extend(basis.rotate(&hk.k[have..]));
-                        let t = reference::sparf_rotated(
-                            q_g, &hk.k, &hk.k_rot, &hk.v, group, p, basis,
+                        hk.k_rot.extend(basis.rotate_key(&hk.k[have..]));
+                        let t = reference::sparf_plus(
+                            q_g, &hk.k, &hk.k_rot, &hk.v, group, o.p, o.guard, basis,
                         )?;
+                        read += o.p.r * s + 2 * t.tokens.len() * d;
+                        if t.tokens.len() > o.p.k.min(s) {
+                            guard.fired += 1;
+                            guard.extra_elements += (2 * (t.tokens.len() - o.p.k) * d) as u64;
+                        }
+                        guard.heads += 1;
                         out.extend(t.out);
                     }
                     (Arithmetic::Reference, method) => out.extend(reference::attend_heads(
@@ -184,7 +211,8 @@ impl AttentionBackend for HostDense {
                     }
                 }
             }
-            self.last_read = matches!(step.method, Method::SparQ(_))
+            self.guard = guard;
+            self.last_read = matches!(step.method, Method::SparQ(_) | Method::SparFPlus(_))
                 .then(|| read as f64 / (n_heads * 2 * s * d).max(1) as f64);
             outs.push(out);
         }

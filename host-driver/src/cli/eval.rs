@@ -91,6 +91,16 @@ pub fn run(a: Args) -> Result<(), RunError> {
     bar.finish_and_clear();
     let table = csv(&rows);
     print!("{table}");
+    for r in &rows {
+        if let Some((fired, extra)) = r.guard {
+            eprintln!(
+                "guardrail {}: widened k in {:.1}% of KV-head steps, +{:.4} of dense's K/V elements per step",
+                r.policy,
+                100.0 * fired,
+                extra
+            );
+        }
+    }
     if let Some(out) = &a.out {
         std::fs::write(out, &table).map_err(|e| RunError::Output {
             path: out.display().to_string(),

@@ -247,7 +247,9 @@ impl AttendReport {
     pub fn to_json(&self) -> serde_json::Value {
         let c = &self.counters;
         let (r, topk, local) = match self.method {
-            Method::SparF(p) | Method::SparQ(p) | Method::SparFPca(p) => {
+            Method::SparF(p)
+            | Method::SparQ(p)
+            | Method::SparFPlus(attention::shape::SparfPlus { p, .. }) => {
                 (Some(p.r), Some(p.k), Some(p.local))
             }
             Method::Dense

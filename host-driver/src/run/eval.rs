@@ -101,6 +101,10 @@ pub struct EvalRow {
     pub read_fraction: f64,
     /// Wall time spent in this configuration's decode steps, seconds.
     pub wall_s: f64,
+    /// The guardrail (SparF+ with a guard): fraction of KV-head steps
+    /// where it widened k, and the K/V elements it added per step as a
+    /// fraction of dense's. Not in the CSV.
+    pub guard: Option<(f64, f64)>,
 }
 
 impl EvalRow {
@@ -158,6 +162,7 @@ impl EvalRow {
             top1_agree: num(7)?,
             read_fraction: num(8)?,
             wall_s: num(9)?,
+            guard: None,
         })
     }
 }
@@ -207,6 +212,7 @@ struct Acc {
     windows: usize,
     wall_s: f64,
     backend: String,
+    guard: crate::backend::GuardStats,
 }
 
 /// `−log softmax(logits)[target]` in f64.
@@ -301,6 +307,7 @@ pub fn evaluate(
         let first = model.prefill(&window[..c], &mut rec, Logits::Last)?;
         let mut dense_top: Vec<u32> = Vec::with_capacity(n);
         for (ci, policy) in configs.iter().enumerate() {
+            let g0 = backends.host.guard;
             let backend = backends.pick(policy.selection, p.backend);
             let started = Instant::now();
             let mut attn = BackendAttention::open(backend, w as u32, shape, *policy)?;
@@ -329,6 +336,10 @@ pub fn evaluate(
             a.windows += 1;
             attn.close()?;
             a.wall_s += started.elapsed().as_secs_f64();
+            let g1 = backends.host.guard;
+            a.guard.heads += g1.heads - g0.heads;
+            a.guard.fired += g1.fired - g0.fired;
+            a.guard.extra_elements += g1.extra_elements - g0.extra_elements;
         }
     }
     Ok(configs
@@ -353,9 +364,26 @@ pub fn evaluate(
                     a.read / a.windows.max(1) as f64
                 },
                 wall_s: a.wall_s,
+                guard: policy_guarded(policy).then(|| {
+                    let steps = a.guard.heads.max(1) as f64;
+                    let dense = (2 * p.context * cfg.n_kv_heads * cfg.head_dim) as f64
+                        * (a.guard.heads as f64 / cfg.n_kv_heads.max(1) as f64).max(1.0);
+                    (
+                        a.guard.fired as f64 / steps,
+                        a.guard.extra_elements as f64 / dense,
+                    )
+                }),
             }
         })
         .collect())
+}
+
+/// Whether the policy runs the guardrail.
+fn policy_guarded(p: &Policy) -> bool {
+    matches!(
+        p.selection,
+        Selection::SparFGuard | Selection::SparFBalGuard
+    )
 }
 
 /// The CSV text of `rows`.
@@ -415,6 +443,7 @@ mod tests {
             top1_agree: 1.0,
             read_fraction: 1.0,
             wall_s: 0.5,
+            guard: None,
         };
         let text = csv(&[row]);
         assert!(
