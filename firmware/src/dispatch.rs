@@ -13,7 +13,7 @@ use crate::stats::Counters;
 use alloc::vec;
 use alloc::vec::Vec;
 use attention::engine as model;
-use attention::shape::SparseParams;
+use attention::shape::{Guard, SparseParams};
 use ftl::{Ftl, StreamShape};
 use proto::{
     DecodeFetch, DecodeReport, DecodeSubmit, KvAppend, Method, Opcode, SeqClose, SeqOpen, Status,
@@ -245,18 +245,38 @@ fn payload<B: HostInterface>(
         .collect())
 }
 
-/// Appends `n` tokens of every KV head of `layer`: `k` and `v` are
-/// `[kv_heads][n][d]`. A failure after the first head leaves the layer's
-/// heads at different lengths: the layer is marked broken.
+/// K, V and the dim-indexed copy's keys of an append, `[kv_heads][n][d]`
+/// each (`k_dim` is `k` unless the sequence is rotated).
+struct Rows<'a> {
+    k: &'a [u16],
+    v: &'a [u16],
+    k_dim: &'a [u16],
+}
+
+impl<'a> Rows<'a> {
+    /// Splits `blocks` (K, V, then K̃ in a rotated sequence) of equal size.
+    fn split(data: &'a [u16], rotated: bool) -> Self {
+        let n = if rotated { 3 } else { 2 };
+        let len = data.len() / n;
+        let (k, rest) = data.split_at(len);
+        let (v, rest) = rest.split_at(len);
+        let k_dim = if rotated { &rest[..len] } else { k };
+        Rows { k, v, k_dim }
+    }
+}
+
+/// Appends `n` tokens of every KV head of `layer`. A failure after the
+/// first head leaves the layer's heads at different lengths: the layer is
+/// marked broken.
 fn append_tokens<B: Nand>(
     board: &mut B,
     st: &mut State,
     seq_id: u32,
     layer: usize,
     n: usize,
-    k: &[u16],
-    v: &[u16],
+    rows: Rows<'_>,
 ) -> Result<(), Fail> {
+    let Rows { k, v, k_dim } = rows;
     let State {
         ftl,
         sequences,
@@ -270,7 +290,8 @@ fn append_tokens<B: Nand>(
     for h in 0..seq.kv_heads() {
         let ks = &k[h * per_head..(h + 1) * per_head];
         let vs = &v[h * per_head..(h + 1) * per_head];
-        if let Err(e) = ftl.append(seq.stream(layer, h), ks, vs) {
+        let kd = &k_dim[h * per_head..(h + 1) * per_head];
+        if let Err(e) = ftl.append_with_dim_copy(seq.stream(layer, h), ks, vs, kd) {
             if h > 0 {
                 seq.broken[layer] = true;
             }
@@ -310,10 +331,10 @@ where
     if u64::from(len) + u64::from(c.tokens) > u64::from(st.config.max_tokens_per_stream) {
         return Err(Status::CAPACITY_EXCEEDED.into());
     }
-    let half = (c.ndt as usize * 4) / 2;
-    let data = payload(&mut dev.board, st, sqe, half * 2)?;
-    let (k, v) = data.split_at(half / 2);
-    append_tokens(&mut dev.board, st, c.seq, layer, c.tokens as usize, k, v)?;
+    let rotated = seq.shape.rotated;
+    let data = payload(&mut dev.board, st, sqe, c.ndt as usize * 4)?;
+    let rows = Rows::split(&data, rotated);
+    append_tokens(&mut dev.board, st, c.seq, layer, c.tokens as usize, rows)?;
     Ok(len + c.tokens)
 }
 
@@ -353,13 +374,38 @@ where
         }),
         _ => return Err(Status::UNSUPPORTED_METHOD.into()),
     };
+    let rotated = seq.shape.rotated;
     let data = payload(&mut dev.board, st, sqe, c.ndt as usize * 4)?;
-    let (q, kv) = data.split_at(q_heads * d);
+    // q, q̃ (rotated sparf), k/v/k̃ (APPEND_KV), the guard trailer (GUARD).
+    let (body, trailer) = data.split_at(data.len() - if c.flags.guard() { 4 } else { 0 });
+    let guard = if c.flags.guard() {
+        let bytes: Vec<u8> = trailer.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let t = proto::GuardTrailer::parse(&bytes).map_err(proto_status)?;
+        Some(Guard {
+            alpha_min_milli: t.alpha_min_milli,
+            k_cap: t.k_cap as usize,
+        })
+    } else {
+        None
+    };
+    let (q, rest) = body.split_at(q_heads * d);
+    let (q_approx, kv) = if rotated && method.is_some() {
+        rest.split_at(q_heads * d)
+    } else {
+        (q, rest)
+    };
     if append {
-        let (k, v) = kv.split_at(kvh * d);
-        append_tokens(&mut dev.board, st, c.seq, layer, 1, k, v)?;
+        append_tokens(
+            &mut dev.board,
+            st,
+            c.seq,
+            layer,
+            1,
+            Rows::split(kv, rotated),
+        )?;
     }
     let qf: Vec<i32> = q.iter().map(|&x| model::fx(x)).collect();
+    let qa: Vec<i32> = q_approx.iter().map(|&x| model::fx(x)).collect();
     let st = &mut dev.state;
     let seq = st.sequences.get(c.seq)?;
     let s = seq.len[layer] as usize;
@@ -371,6 +417,7 @@ where
             g,
             d,
             q: &qf[h * g * d..(h + 1) * g * d],
+            q_approx: &qa[h * g * d..(h + 1) * g * d],
             vsum: seq.vsum(layer, h),
         })
         .collect();
@@ -382,7 +429,7 @@ where
         counters: &mut st.counters,
         cost: &mut cost,
     };
-    let out = scheduler::decode_layer(&mut cx, &jobs, method)?;
+    let out = scheduler::decode_layer(&mut cx, &jobs, method.map(|p| (p, guard)))?;
     st.counters.decodes += 1;
     st.counters.pages_skipped += cost.pages_skipped;
     st.counters.engine_bytes += cost.engine_bytes;
@@ -391,9 +438,9 @@ where
         tokens_attended: s as u32,
         pages_read: cost.pages_read as u32,
         pages_skipped: cost.pages_skipped as u32,
+        guard_widened: cost.guard_widened as u32,
         engine_bytes: cost.engine_bytes,
         elements_filtered: cost.elements_filtered,
-        ..DecodeReport::default()
     };
     let seq = st.sequences.get_mut(c.seq)?;
     seq.results[layer] = Some(DecodeResult { out, report });

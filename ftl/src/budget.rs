@@ -42,9 +42,23 @@ impl Ftl {
     /// Complete pages, and partial pages forced by the DRAM budget, are
     /// queued as ops. All-or-nothing: on error nothing changed.
     pub fn append(&mut self, id: StreamId, k: &[u16], v: &[u16]) -> Result<(), FtlError> {
+        self.append_with_dim_copy(id, k, v, k)
+    }
+
+    /// [`Self::append`] with the dim-indexed copy built from `k_dim`
+    /// instead of `k` (same shape): keys the host expressed in another
+    /// basis for SparF's approximate stage, while the token-indexed copy
+    /// keeps the keys the exact pass needs.
+    pub fn append_with_dim_copy(
+        &mut self,
+        id: StreamId,
+        k: &[u16],
+        v: &[u16],
+        k_dim: &[u16],
+    ) -> Result<(), FtlError> {
         let st = self.stream(id)?;
         let hd = st.hd();
-        if k.len() != v.len() || k.len() % hd != 0 {
+        if k.len() != v.len() || k_dim.len() != k.len() || k.len() % hd != 0 {
             return Err(FtlError::BadLength);
         }
         let n = u32::try_from(k.len() / hd).map_err(|_| FtlError::StreamTooLong)?;
@@ -56,7 +70,7 @@ impl Ftl {
             return Err(FtlError::DramBudget);
         }
         let victims = self.plan_append(id, n)?;
-        self.append_tokens(id, k, v)?;
+        self.append_tokens(id, k, v, k_dim)?;
         for (sid, tail) in victims {
             let Ok(st) = self.stream(sid) else { continue };
             let (bytes, g, r) = match tail {

@@ -186,13 +186,15 @@ impl Ftl {
         Ok(())
     }
 
-    /// Appends `n` tokens (`k`, `v`: `[n][hd]`, already validated and
-    /// planned) to the tails, writing every page that fills up.
+    /// Appends `n` tokens (`k`, `v`, and `k_dim` for the dim-indexed copy:
+    /// `[n][hd]`, already validated and planned) to the tails, writing every
+    /// page that fills up.
     pub(crate) fn append_tokens(
         &mut self,
         id: StreamId,
         k: &[u16],
         v: &[u16],
+        k_dim: &[u16],
     ) -> Result<(), FtlError> {
         let st = self.stream(id)?;
         let (hd, tpp, tpd, len0) = (st.hd(), st.tpp, st.tpd, st.len);
@@ -223,7 +225,9 @@ impl Ftl {
             let c = (n - i).min(tpd - o);
             let st = self.stream_mut(id)?;
             let held = st.dim_tail.len() / hd;
-            let chunk = k.get(i as usize * hd..(i + c) as usize * hd).unwrap_or(&[]);
+            let chunk = k_dim
+                .get(i as usize * hd..(i + c) as usize * hd)
+                .unwrap_or(&[]);
             push_dim_tokens(&mut st.dim_tail, hd, held, chunk);
             pos += c;
             i += c;

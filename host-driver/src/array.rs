@@ -14,7 +14,7 @@ use std::ops::Range;
 use attention::shape::Method;
 use proto::{DecodeReport, SeqShape, StatsLog};
 
-use crate::csd::{Csd, CsdError, DecodeOutput, Ticket};
+use crate::csd::{Approx, Csd, CsdError, DecodeInput, DecodeOutput, Ticket};
 use crate::transport::{DeviceTime, Transport};
 
 /// A decode in flight on the array: one ticket per device taking part.
@@ -37,6 +37,8 @@ pub struct ArrayDecode<'a> {
     pub q: &'a [u16],
     /// New token's K and V, fp16 `[kv_heads][d]` each.
     pub kv_new: Option<(&'a [u16], &'a [u16])>,
+    /// A rotated sequence's q̃ and k̃_new (see [`crate::csd::Approx`]).
+    pub approx: Option<Approx<'a>>,
     /// Attention method.
     pub method: Method,
 }
@@ -144,7 +146,28 @@ impl<T: Transport> CsdArray<T> {
         k: &[u16],
         v: &[u16],
     ) -> Result<(), CsdError> {
+        self.append_with_dim_copy(seq, layer, first_pos, k, v, None)
+    }
+
+    /// [`Self::append`] with a rotated sequence's K̃ (see
+    /// [`Csd::append_with_dim_copy`]).
+    pub fn append_with_dim_copy(
+        &mut self,
+        seq: u32,
+        layer: u16,
+        first_pos: u32,
+        k: &[u16],
+        v: &[u16],
+        k_dim: Option<&[u16]>,
+    ) -> Result<(), CsdError> {
         let (shape, ranges) = self.seq(seq)?;
+        if let Some(kd) = k_dim.filter(|kd| kd.len() != k.len()) {
+            return Err(CsdError::Length {
+                what: "k_dim",
+                expected: k.len(),
+                actual: kd.len(),
+            });
+        }
         let row = usize::from(shape.kv_heads) * usize::from(shape.head_dim);
         if k.is_empty() || k.len() % row != 0 || v.len() != k.len() {
             return Err(CsdError::Length {
@@ -159,7 +182,8 @@ impl<T: Transport> CsdArray<T> {
                 continue;
             }
             let span = r.start * per_head..r.end * per_head;
-            dev.append(seq, layer, first_pos, &k[span.clone()], &v[span])?;
+            let kd = k_dim.map(|kd| &kd[span.clone()]);
+            dev.append_with_dim_copy(seq, layer, first_pos, &k[span.clone()], &v[span], kd)?;
         }
         Ok(())
     }
@@ -198,8 +222,24 @@ impl<T: Transport> CsdArray<T> {
             let kv = req
                 .kv_new
                 .map(|(k, v)| (&k[r.start * d..r.end * d], &v[r.start * d..r.end * d]));
-            match self.devices[i].submit_decode(req.seq, req.layer, req.position, q, kv, req.method)
-            {
+            let qs = r.start * g * d..r.end * g * d;
+            let ks = r.start * d..r.end * d;
+            let approx = req.approx.map(|a| Approx {
+                q: a.q.and_then(|x| x.get(qs.clone())),
+                k_new: a.k_new.and_then(|x| x.get(ks.clone())),
+            });
+            let input = DecodeInput {
+                q,
+                kv_new: kv,
+                approx,
+            };
+            match self.devices[i].submit_decode_with(
+                req.seq,
+                req.layer,
+                req.position,
+                input,
+                req.method,
+            ) {
                 Ok(t) => parts.push((i, t)),
                 Err(e) => {
                     // Already-submitted parts must still be drained.

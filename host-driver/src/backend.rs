@@ -13,11 +13,13 @@ mod error;
 mod host_dense;
 mod in_storage;
 pub(crate) mod lengths;
+mod rotation;
 mod ssd_offload;
 
 pub use error::BackendError;
 pub use host_dense::{Arithmetic, GuardStats, HostDense};
 pub use in_storage::InStorage;
+pub use rotation::Rotation;
 pub use ssd_offload::SsdOffload;
 
 use attention::shape::Method;

@@ -29,7 +29,7 @@ use reply::{bad_reply, check_status, parse_fetch};
 
 use std::collections::HashMap;
 
-use attention::shape::Method;
+use attention::shape::{BasisKind, Method};
 use proto::{
     DecodeFetch, DecodeFlags, DecodeReport, DecodeSubmit, KvAppend, SeqClose, SeqOpen, SeqShape,
     StatsLog,
@@ -189,7 +189,26 @@ impl<T: Transport> Csd<T> {
         k: &[u16],
         v: &[u16],
     ) -> Result<(), CsdError> {
+        self.append_with_dim_copy(seq, layer, first_pos, k, v, None)
+    }
+
+    /// [`Self::append`] for either kind of sequence: a rotated one
+    /// ([`SeqShape::rotated`]) needs `k_dim`, the keys in its basis for the
+    /// dim-indexed copy (same layout as `k`); a plain one must not get it.
+    pub fn append_with_dim_copy(
+        &mut self,
+        seq: u32,
+        layer: u16,
+        first_pos: u32,
+        k: &[u16],
+        v: &[u16],
+        k_dim: Option<&[u16]>,
+    ) -> Result<(), CsdError> {
         let shape = self.shape_of(seq)?;
+        rotated_matches(&shape, k_dim.is_some(), "the keys of the dim-indexed copy")?;
+        if let Some(kd) = k_dim {
+            check_len("k_dim", k.len(), kd.len())?;
+        }
         let (heads, d) = (usize::from(shape.kv_heads), usize::from(shape.head_dim));
         let row = heads * d;
         if k.len() % row != 0 || k.is_empty() {
@@ -207,7 +226,9 @@ impl<T: Transport> Csd<T> {
             });
         }
         let n = k.len() / row;
-        let per_token = 4 * row;
+        let mut blocks = vec![k, v];
+        blocks.extend(k_dim);
+        let per_token = 2 * blocks.len() * row;
         let chunk = self.info.max_transfer / per_token;
         if chunk == 0 {
             return Err(CsdError::InvalidArgument(format!(
@@ -224,7 +245,7 @@ impl<T: Transport> Csd<T> {
                 .ok_or_else(|| CsdError::InvalidArgument("token position exceeds u32".into()))?;
             let tokens = (t1 - t0) as u32; // ≤ max_transfer / per_token, small.
             let cmd = KvAppend::new(seq, layer, pos, tokens, &shape)?;
-            let data = payload::kv_chunk(k, v, heads, n, d, t0, t1);
+            let data = payload::kv_chunk(&blocks, heads, n, d, t0, t1);
             self.run_io(cmd.to_sqe(), IoData::ToDevice(data), "KV_APPEND")?;
             t0 = t1;
         }
@@ -244,18 +265,79 @@ impl<T: Transport> Csd<T> {
         kv_new: Option<(&[u16], &[u16])>,
         method: Method,
     ) -> Result<Ticket, CsdError> {
+        let input = DecodeInput {
+            q,
+            kv_new,
+            approx: None,
+        };
+        self.submit_decode_with(seq, layer, position, input, method)
+    }
+
+    /// [`Self::submit_decode`] for every method the device runs: dense,
+    /// SparF, and SparF+ ([`Method::SparFPlus`]: its guardrail, and on a
+    /// rotated sequence — whose SparF+ basis must not be raw — the query
+    /// and new key in the sequence's basis, `input.approx`).
+    pub fn submit_decode_with(
+        &mut self,
+        seq: u32,
+        layer: u16,
+        position: u32,
+        input: DecodeInput<'_>,
+        method: Method,
+    ) -> Result<Ticket, CsdError> {
+        let DecodeInput { q, kv_new, approx } = input;
         let shape = self.shape_of(seq)?;
         let d = usize::from(shape.head_dim);
         let q_len = shape.query_heads() as usize * d;
         check_len("q", q_len, q.len())?;
-        let flags = if kv_new.is_some() {
+        let mut flags = if kv_new.is_some() {
             DecodeFlags::APPEND_KV
         } else {
             DecodeFlags::NONE
         };
-        let cmd = match method {
-            Method::Dense => DecodeSubmit::dense(seq, layer, position, flags, &shape),
-            Method::SparF(p) => {
+        let (p, guard) = match method {
+            Method::Dense => (None, None),
+            Method::SparF(p) => (Some(p), None),
+            Method::SparFPlus(o) => {
+                let rotated = o.basis != BasisKind::Raw;
+                if rotated != shape.rotated {
+                    return Err(arg(format!(
+                        "SparF+ in the {:?} basis on a sequence opened {}",
+                        o.basis,
+                        if shape.rotated { "rotated" } else { "plain" }
+                    )));
+                }
+                (Some(o.p), o.guard)
+            }
+            Method::SparQ(_)
+            | Method::Local { .. }
+            | Method::H2o(_)
+            | Method::Block(_)
+            | Method::Oracle { .. } => {
+                return Err(arg(format!(
+                    "the device runs dense, SparF and SparF+ only, not {}",
+                    method.name()
+                )));
+            }
+        };
+        if matches!(method, Method::SparF(_)) && shape.rotated {
+            return Err(arg(
+                "plain SparF on a rotated sequence: use SparF+ in its basis".into(),
+            ));
+        }
+        let trailer = match guard {
+            Some(g) => {
+                flags.0 |= DecodeFlags::GUARD.0;
+                Some(proto::GuardTrailer {
+                    alpha_min_milli: g.alpha_min_milli.min(1000),
+                    k_cap: u32::try_from(g.k_cap.max(1)).unwrap_or(u32::MAX),
+                })
+            }
+            None => None,
+        };
+        let cmd = match p {
+            None => DecodeSubmit::dense(seq, layer, position, flags, &shape),
+            Some(p) => {
                 p.validate(d)
                     .map_err(|e| CsdError::InvalidArgument(e.to_string()))?;
                 let r = u16::try_from(p.r).map_err(|_| arg(format!("r = {} too large", p.r)))?;
@@ -264,26 +346,38 @@ impl<T: Transport> Csd<T> {
                 let k = u32::try_from(p.k).map_err(|_| arg(format!("k = {} exceeds u32", p.k)))?;
                 DecodeSubmit::sparf(seq, layer, position, flags, r, local, k, &shape)
             }
-            Method::SparQ(_)
-            | Method::Local { .. }
-            | Method::H2o(_)
-            | Method::Block(_)
-            | Method::SparFPlus(_)
-            | Method::Oracle { .. } => {
-                return Err(arg(format!(
-                    "the device runs dense and SparF only, not {}",
-                    method.name()
-                )));
-            }
         };
+        let sparse = p.is_some();
+        if approx.is_some() && !shape.rotated {
+            return Err(arg(
+                "a plain sequence takes no query or key in another basis".into(),
+            ));
+        }
         let mut data = Vec::with_capacity(cmd.payload_bytes(&shape) as usize);
         payload::put_f16(&mut data, q);
+        if shape.rotated && sparse {
+            let qa = approx
+                .and_then(|a| a.q)
+                .ok_or_else(|| arg("a rotated sequence's SparF+ needs q in its basis".into()))?;
+            check_len("q_approx", q_len, qa.len())?;
+            payload::put_f16(&mut data, qa);
+        }
         if let Some((k, v)) = kv_new {
             let kv_len = usize::from(shape.kv_heads) * d;
             check_len("k_new", kv_len, k.len())?;
             check_len("v_new", kv_len, v.len())?;
             payload::put_f16(&mut data, k);
             payload::put_f16(&mut data, v);
+            if shape.rotated {
+                let ka = approx.and_then(|a| a.k_new).ok_or_else(|| {
+                    arg("a rotated sequence's new token needs its key in the basis".into())
+                })?;
+                check_len("k_new_approx", kv_len, ka.len())?;
+                payload::put_f16(&mut data, ka);
+            }
+        }
+        if let Some(t) = trailer {
+            data.extend_from_slice(&t.to_bytes());
         }
         let cid = self.transport.submit(IoRequest {
             sqe: cmd.to_sqe(),
@@ -405,6 +499,37 @@ impl<T: Transport> Csd<T> {
             // Best effort: the first error is the one reported.
             let _ = self.wait(cid);
         }
+    }
+}
+
+/// What a decode sends besides its method: fp16 bits.
+#[derive(Clone, Copy, Debug)]
+pub struct DecodeInput<'a> {
+    /// Query `[q_heads][d]`.
+    pub q: &'a [u16],
+    /// The new token's K and V `[kv_heads][d]` each (APPEND_KV).
+    pub kv_new: Option<(&'a [u16], &'a [u16])>,
+    /// Rotated sequences only: the same in the sequence's basis.
+    pub approx: Option<Approx<'a>>,
+}
+
+/// A rotated sequence's query and new key in its basis.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Approx<'a> {
+    /// q̃ `[q_heads][d]` (SparF+ decodes).
+    pub q: Option<&'a [u16]>,
+    /// k̃_new `[kv_heads][d]` (with a new token).
+    pub k_new: Option<&'a [u16]>,
+}
+
+/// A rotated-only input given to a plain sequence, or the reverse.
+fn rotated_matches(shape: &SeqShape, given: bool, what: &str) -> Result<(), CsdError> {
+    if shape.rotated == given {
+        Ok(())
+    } else if shape.rotated {
+        Err(arg(format!("a rotated sequence needs {what}")))
+    } else {
+        Err(arg(format!("a plain sequence takes no {what}")))
     }
 }
 

@@ -20,11 +20,18 @@
 //! | --- | --- | --- | --- |
 //! | 80h | [`SeqOpen`] | none | — |
 //! | 84h | [`SeqClose`] | none | — |
-//! | 81h | [`KvAppend`] | host→dev | K `[kv_heads][tokens][head_dim]` f16, then V, same shape |
-//! | 85h | [`DecodeSubmit`] | host→dev | q `[kv_heads·group][head_dim]` f16, then with APPEND_KV k_new, v_new `[kv_heads][head_dim]` f16 |
+//! | 81h | [`KvAppend`] | host→dev | K `[kv_heads][tokens][head_dim]` f16, then V, same shape (then K̃ in a rotated sequence) |
+//! | 85h | [`DecodeSubmit`] | host→dev | q `[kv_heads·group][head_dim]` f16 (then q̃ for sparf in a rotated sequence), then with APPEND_KV k_new, v_new `[kv_heads][head_dim]` f16 (then k̃_new), then with GUARD a [`GuardTrailer`] |
 //! | 86h | [`DecodeFetch`] | dev→host | out `[kv_heads·group][head_dim]` i32 (Q17.14), then a [`DecodeReport`] |
 //!
 //! All element data is little-endian.
+//!
+//! A **rotated** sequence ([`SeqShape::rotated`]) keeps two copies of K: the
+//! token-indexed copy the exact pass reads, and a dim-indexed copy of K̃,
+//! the keys in a per-(layer, KV head) basis the host chose at prefill.
+//! SparF's approximate stage scores q̃ (the query in the same basis)
+//! against K̃; the exact pass is unchanged. The basis never reaches the
+//! device: the host rotates.
 
 use bytemuck::{Pod, Zeroable};
 use core::fmt;
@@ -130,6 +137,9 @@ pub struct SeqShape {
     pub head_dim: u16,
     /// Dimension group `m` of the sparf filter (`1..=8`, divides `head_dim`).
     pub dim_group: u8,
+    /// The dim-indexed copy holds host-supplied keys K̃ (see the module
+    /// docs): KV_APPEND and DECODE_SUBMIT carry the extra blocks.
+    pub rotated: bool,
 }
 
 impl SeqShape {
@@ -164,8 +174,8 @@ impl SeqShape {
 /// SEQ_OPEN (80h, no data): create sequence `seq` with a fixed shape.
 ///
 /// cdw11 `seq`; cdw12 `layers` 0-15, `kv_heads` 16-23, `group` 24-31;
-/// cdw13 `head_dim` 0-15, `dim_group` 16-23, 24-31 reserved; cdw10, cdw14,
-/// cdw15 reserved.
+/// cdw13 `head_dim` 0-15, `dim_group` 16-23, `rotated` 24, 25-31
+/// reserved; cdw10, cdw14, cdw15 reserved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SeqOpen {
     /// Sequence id chosen by the host.
@@ -180,6 +190,8 @@ pub struct SeqOpen {
     pub head_dim: u16,
     /// See [`SeqShape::dim_group`].
     pub dim_group: u8,
+    /// See [`SeqShape::rotated`].
+    pub rotated: bool,
 }
 
 impl SeqOpen {
@@ -192,6 +204,7 @@ impl SeqOpen {
             group: shape.group,
             head_dim: shape.head_dim,
             dim_group: shape.dim_group,
+            rotated: shape.rotated,
         }
     }
 
@@ -203,6 +216,7 @@ impl SeqOpen {
             group: self.group,
             head_dim: self.head_dim,
             dim_group: self.dim_group,
+            rotated: self.rotated,
         }
     }
 
@@ -211,7 +225,9 @@ impl SeqOpen {
         Sqe {
             cdw11: self.seq,
             cdw12: self.layers as u32 | (self.kv_heads as u32) << 16 | (self.group as u32) << 24,
-            cdw13: self.head_dim as u32 | (self.dim_group as u32) << 16,
+            cdw13: self.head_dim as u32
+                | (self.dim_group as u32) << 16
+                | (self.rotated as u32) << 24,
             ..base_sqe(Opcode::SEQ_OPEN)
         }
     }
@@ -220,7 +236,7 @@ impl SeqOpen {
     pub fn parse(sqe: &Sqe) -> Result<Self, ProtoError> {
         check_common(sqe, Opcode::SEQ_OPEN)?;
         reserved("cdw10", sqe.cdw10, u64::MAX)?;
-        reserved("cdw13[31:24]", sqe.cdw13, 0xFF00_0000)?;
+        reserved("cdw13[31:25]", sqe.cdw13, 0xFE00_0000)?;
         reserved("cdw14", sqe.cdw14, u64::MAX)?;
         reserved("cdw15", sqe.cdw15, u64::MAX)?;
         let cmd = SeqOpen {
@@ -230,6 +246,7 @@ impl SeqOpen {
             group: field(sqe.cdw12, 24, 8) as u8,
             head_dim: field(sqe.cdw13, 0, 16) as u16,
             dim_group: field(sqe.cdw13, 16, 8) as u8,
+            rotated: field(sqe.cdw13, 24, 1) == 1,
         };
         cmd.shape().validate()?;
         Ok(cmd)
@@ -272,7 +289,7 @@ impl SeqClose {
 /// `first_pos`, which must equal the layer's current length (the device
 /// answers POSITION_MISMATCH for gaps or duplicates); cdw14 `tokens` (≥ 1);
 /// cdw15 reserved. Data: K `[kv_heads][tokens][head_dim]` f16, then V in the
-/// same shape.
+/// same shape, then in a rotated sequence K̃ in the same shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct KvAppend {
     /// Sequence id.
@@ -304,13 +321,15 @@ impl KvAppend {
             tokens,
             ndt: 0,
         };
-        cmd.ndt = ndt_of(cmd.payload_bytes(shape.kv_heads, shape.head_dim))?;
+        cmd.ndt = ndt_of(cmd.payload_bytes(shape))?;
         Ok(cmd)
     }
 
-    /// Payload bytes: `2 (K and V) · kv_heads · tokens · head_dim · 2`.
-    pub const fn payload_bytes(&self, kv_heads: u8, head_dim: u16) -> u64 {
-        4 * kv_heads as u64 * self.tokens as u64 * head_dim as u64
+    /// Payload bytes: `blocks · kv_heads · tokens · head_dim · 2`, with 2
+    /// blocks (K, V), 3 in a rotated sequence (K, V, K̃).
+    pub const fn payload_bytes(&self, shape: &SeqShape) -> u64 {
+        let blocks = if shape.rotated { 3 } else { 2 };
+        2 * blocks * shape.kv_heads as u64 * self.tokens as u64 * shape.head_dim as u64
     }
 
     /// Checks `layer` and NDT against the sequence shape.
@@ -321,7 +340,7 @@ impl KvAppend {
             shape.layers as u64,
             self.layer as u64,
         )?;
-        let bytes = self.payload_bytes(shape.kv_heads, shape.head_dim);
+        let bytes = self.payload_bytes(shape);
         shape_check(
             "ndt",
             self.ndt as u64 * 4 == bytes,
@@ -407,12 +426,68 @@ impl DecodeFlags {
     pub const NONE: DecodeFlags = DecodeFlags(0);
     /// Store k_new/v_new at `position` before attending.
     pub const APPEND_KV: DecodeFlags = DecodeFlags(1);
+    /// Sparf only: the adaptive guardrail, parameters in a [`GuardTrailer`]
+    /// at the end of the payload.
+    pub const GUARD: DecodeFlags = DecodeFlags(2);
     /// All defined bits.
-    pub const ALL: DecodeFlags = DecodeFlags(1);
+    pub const ALL: DecodeFlags = DecodeFlags(3);
 
     /// APPEND_KV is set.
     pub const fn append_kv(self) -> bool {
         self.0 & Self::APPEND_KV.0 != 0
+    }
+
+    /// GUARD is set.
+    pub const fn guard(self) -> bool {
+        self.0 & Self::GUARD.0 != 0
+    }
+}
+
+/// The guardrail's parameters, the last 8 bytes of a DECODE_SUBMIT payload
+/// with [`DecodeFlags::GUARD`] (LE): `alpha_min_milli` u16 at 0 (≤ 1000),
+/// reserved u16 at 2 (0), `k_cap` u32 at 4 (≥ 1). While the approximate
+/// mass α of some query head of a KV group on its chosen tokens is below
+/// `alpha_min_milli`/1000, the device doubles that group's k, up to
+/// min(`k_cap`, tokens); see `attention::engine::select_guarded`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GuardTrailer {
+    /// α threshold in thousandths.
+    pub alpha_min_milli: u16,
+    /// Most tokens k may grow to.
+    pub k_cap: u32,
+}
+
+impl GuardTrailer {
+    /// Bytes on the wire.
+    pub const SIZE: usize = 8;
+
+    /// Little-endian bytes.
+    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
+        let mut b = [0u8; Self::SIZE];
+        b[..2].copy_from_slice(&self.alpha_min_milli.to_le_bytes());
+        b[4..].copy_from_slice(&self.k_cap.to_le_bytes());
+        b
+    }
+
+    /// Parses and validates exactly [`Self::SIZE`] bytes.
+    pub fn parse(b: &[u8]) -> Result<Self, ProtoError> {
+        if b.len() != Self::SIZE {
+            return Err(invalid("guard trailer length", b.len() as u64));
+        }
+        let alpha_min_milli = u16::from_le_bytes([b[0], b[1]]);
+        let pad = u16::from_le_bytes([b[2], b[3]]);
+        let k_cap = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
+        if alpha_min_milli > 1000 {
+            return Err(invalid("alpha_min_milli", alpha_min_milli));
+        }
+        reserved("guard[3:2]", pad, u64::MAX)?;
+        if k_cap == 0 {
+            return Err(invalid("k_cap", 0u32));
+        }
+        Ok(Self {
+            alpha_min_milli,
+            k_cap,
+        })
     }
 }
 
@@ -424,7 +499,9 @@ impl DecodeFlags {
 /// first), without it must equal length − 1 (POSITION_MISMATCH otherwise);
 /// cdw14 `r` 0-15, `local` 16-31; cdw15 `k`. Dense: `r`, `local`, `k` zero.
 /// Sparf: `1 ≤ r ≤ head_dim`, `k ≥ 1`. Data: q `[kv_heads·group][head_dim]`
-/// f16, then with APPEND_KV k_new and v_new `[kv_heads][head_dim]` f16.
+/// f16; in a rotated sequence with sparf, q̃ in the same shape; with
+/// APPEND_KV k_new and v_new `[kv_heads][head_dim]` f16 (and k̃_new in a
+/// rotated sequence); with GUARD (sparf only) a [`GuardTrailer`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DecodeSubmit {
     /// Sequence id.
@@ -512,16 +589,26 @@ impl DecodeSubmit {
         cmd
     }
 
-    /// Payload bytes: `query_heads · head_dim · 2`, plus
-    /// `2 · kv_heads · head_dim · 2` with APPEND_KV.
+    /// Payload bytes: `query_heads · head_dim · 2` (twice for sparf in a
+    /// rotated sequence), plus `2 · kv_heads · head_dim · 2` with
+    /// APPEND_KV (3 blocks in a rotated sequence), plus
+    /// [`GuardTrailer::SIZE`] with GUARD.
     pub const fn payload_bytes(&self, shape: &SeqShape) -> u64 {
         let hd = shape.head_dim as u64;
-        let q = shape.query_heads() as u64 * hd * 2;
-        if self.flags.append_kv() {
-            q + 4 * shape.kv_heads as u64 * hd
+        let q_blocks = if shape.rotated && self.method.0 == Method::SPARF.0 {
+            2
         } else {
-            q
+            1
+        };
+        let mut bytes = q_blocks * shape.query_heads() as u64 * hd * 2;
+        if self.flags.append_kv() {
+            let kv_blocks = if shape.rotated { 3 } else { 2 };
+            bytes += kv_blocks * 2 * shape.kv_heads as u64 * hd;
         }
+        if self.flags.guard() {
+            bytes += GuardTrailer::SIZE as u64;
+        }
+        bytes
     }
 
     /// Checks `layer`, sparf's `r ≤ head_dim` and NDT against the shape.
@@ -582,6 +669,9 @@ impl DecodeSubmit {
         };
         match method {
             Method::DENSE => {
+                if flags.guard() {
+                    return Err(invalid("flags", flags.0));
+                }
                 if cmd.r != 0 {
                     return Err(invalid("r", cmd.r));
                 }
@@ -682,7 +772,7 @@ impl DecodeFetch {
 }
 
 /// Per-decode statistics appended to DECODE_FETCH output (32 bytes, LE):
-/// `tokens_attended` 0, `pages_read` 4, `pages_skipped` 8, `reserved` 12,
+/// `tokens_attended` 0, `pages_read` 4, `pages_skipped` 8, `guard_widened` 12,
 /// `engine_bytes` 16, `elements_filtered` 24.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Pod, Zeroable)]
@@ -693,8 +783,8 @@ pub struct DecodeReport {
     pub pages_read: u32,
     /// Flash pages skipped thanks to sparse selection.
     pub pages_skipped: u32,
-    /// Zero on the wire (padding).
-    pub reserved: u32,
+    /// KV heads whose k the guardrail widened in this decode.
+    pub guard_widened: u32,
     /// Bytes streamed through the attention engine.
     pub engine_bytes: u64,
     /// Elements dropped by the sparf filter.
@@ -713,7 +803,7 @@ impl DecodeReport {
         put_u32(&mut b, 0, self.tokens_attended);
         put_u32(&mut b, 4, self.pages_read);
         put_u32(&mut b, 8, self.pages_skipped);
-        put_u32(&mut b, 12, self.reserved);
+        put_u32(&mut b, 12, self.guard_widened);
         put_u64(&mut b, 16, self.engine_bytes);
         put_u64(&mut b, 24, self.elements_filtered);
         b
@@ -726,7 +816,7 @@ impl DecodeReport {
             tokens_attended: get_u32(bytes, 0),
             pages_read: get_u32(bytes, 4),
             pages_skipped: get_u32(bytes, 8),
-            reserved: get_u32(bytes, 12),
+            guard_widened: get_u32(bytes, 12),
             engine_bytes: get_u64(bytes, 16),
             elements_filtered: get_u64(bytes, 24),
         })

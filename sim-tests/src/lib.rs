@@ -73,6 +73,7 @@ impl Problem {
             group: self.group as u8,
             head_dim: self.d as u16,
             dim_group,
+            rotated: false,
         }
     }
 

@@ -43,6 +43,7 @@ fn run(arr: &mut CsdArray<SimTransport>, p: &Problem, steps: usize) -> Vec<Vec<i
             position: pos as u32,
             q: &p.q,
             kv_new: Some((&k, &v)),
+            approx: None,
             method,
         };
         let out = arr.decode_batch(&[req]).unwrap();

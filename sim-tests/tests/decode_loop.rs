@@ -62,6 +62,7 @@ fn interleaved_sequences_match_the_engine_every_step() {
         group: GROUP as u8,
         head_dim: D as u16,
         dim_group: 2,
+        rotated: false,
     };
     let mut hosts: Vec<Host> = (0..SEQS).map(|_| Host::new()).collect();
     // Different prompt lengths so the sequences cross page boundaries at

@@ -231,6 +231,37 @@ fn malformed_commands_get_statuses_and_the_device_keeps_serving() {
         IoData::ToDevice(q_bytes.clone()),
     ));
 
+    // A bad guard trailer, with a new token that must not be stored.
+    let guarded = DecodeFlags(DecodeFlags::APPEND_KV.0 | DecodeFlags::GUARD.0);
+    let g = DecodeSubmit::sparf(1, 0, 40, guarded, 8, 4, 8, &shape);
+    let body = [q_bytes.clone(), vec![0u8; 2 * p.kv_heads * d * 2]].concat();
+    for (what, trailer) in [
+        (
+            "decode: guard alpha over 1000",
+            [0xE9, 0x03, 0, 0, 16, 0, 0, 0],
+        ),
+        ("decode: guard k_cap 0", [0x58, 0x02, 0, 0, 0, 0, 0, 0]),
+        (
+            "decode: guard reserved bytes",
+            [0x58, 0x02, 1, 0, 16, 0, 0, 0],
+        ),
+    ] {
+        cases.push((
+            what,
+            Status::INVALID_FIELD,
+            g.to_sqe(),
+            IoData::ToDevice([body.clone(), trailer.to_vec()].concat()),
+        ));
+    }
+    let mut s = dense.to_sqe();
+    s.cdw12 |= u32::from(DecodeFlags::GUARD.0) << 24;
+    cases.push((
+        "decode: dense with the guard",
+        Status::INVALID_FIELD,
+        s,
+        IoData::ToDevice(q_bytes.clone()),
+    ));
+
     // DECODE_FETCH.
     let fetch = DecodeFetch::new(1, 0, &shape);
     let out_len = (fetch.ndt * 4) as usize;

@@ -82,6 +82,7 @@
 
 mod bound;
 mod fixed;
+mod guard;
 mod heads;
 mod kernels;
 mod model;
@@ -96,8 +97,9 @@ pub use fixed::{
     APPROX_SCALE_MAX, FRAC, FX_MAX, approx_scale, dense_scale, dot, f32_to_f16_bits, fx, fx_to_f32,
     isqrt, logit, logit_dims,
 };
+pub use guard::{alpha_threshold, select_guarded, select_guarded_with};
 pub use heads::attend_heads;
 pub use kernels::{accumulate, add_vsum, alpha, finish, vmean};
-pub use model::{SparfOutput, dense_group, sparf_group};
+pub use model::{PlusInputs, SparfOutput, dense_group, sparf_group, sparf_plus_group};
 pub use softmax::{EXP2_POLY, LOG2E_Q16, P_ONE, exp2_frac, softmax, weight};
 pub use topk::{LOCAL_BONUS, argtopk, select_dims, token_keys};

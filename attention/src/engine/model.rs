@@ -6,11 +6,12 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::fixed::{approx_scale, dense_scale, fx, logit, logit_dims};
-use super::kernels::{accumulate, add_vsum, alpha, finish, vmean};
+use super::guard::select_guarded;
+use super::kernels::{accumulate, add_vsum, finish, vmean};
 use super::softmax::{P_ONE, softmax};
-use super::topk::{argtopk, select_dims, token_keys};
+use super::topk::{select_dims, token_keys};
 use crate::error::AttentionError;
-use crate::shape::{GroupShape, SparseParams};
+use crate::shape::{GroupShape, Guard, SparseParams};
 
 /// The result of [`sparf_group`], with the choices the device must also
 /// report (so tests can compare selections, not just outputs).
@@ -51,27 +52,80 @@ pub fn sparf_group(
     shape: GroupShape,
     p: SparseParams,
 ) -> Result<SparfOutput, AttentionError> {
+    sparf_plus_group(
+        PlusInputs {
+            q,
+            q_approx: q,
+            k,
+            k_approx: k,
+            v,
+        },
+        shape,
+        p,
+        None,
+    )
+}
+
+/// The inputs of [`sparf_plus_group`], fp16 bits: `q` `[g][d]` and `K`, `V`
+/// `[S][d]` for the exact pass; `q_approx` and `k_approx` (same shapes) for
+/// the approximate stage — the same as `q` and `K` for plain SparF, or both
+/// expressed in a per-head basis (the host rotates q, the dim-indexed copy
+/// of K is stored rotated).
+#[derive(Clone, Copy, Debug)]
+pub struct PlusInputs<'a> {
+    /// Query, exact pass.
+    pub q: &'a [u16],
+    /// Query, approximate stage.
+    pub q_approx: &'a [u16],
+    /// Keys, exact pass (the token-indexed copy).
+    pub k: &'a [u16],
+    /// Keys, approximate stage (the dim-indexed copy).
+    pub k_approx: &'a [u16],
+    /// Values.
+    pub v: &'a [u16],
+}
+
+/// SparF with its options: the approximate stage (steps 1–3 of the module
+/// docs) on `q_approx` and `k_approx`, the guardrail (while the smallest
+/// α of the group is below `alpha_min_milli`/1000 and k is below
+/// min(`k_cap`, S), k doubles, capped, and the top-k is taken again), then
+/// the exact pass on the unrotated `q`, `K`, `V`.
+pub fn sparf_plus_group(
+    x: PlusInputs<'_>,
+    shape: GroupShape,
+    p: SparseParams,
+    guard: Option<Guard>,
+) -> Result<SparfOutput, AttentionError> {
+    let PlusInputs {
+        q,
+        q_approx,
+        k,
+        k_approx,
+        v,
+    } = x;
     let s = shape.check_inputs(q.len(), k.len(), v.len())?;
+    shape.check_inputs(q_approx.len(), k_approx.len(), v.len())?;
     p.validate(shape.head_dim)?;
     let (g, d) = (shape.group, shape.head_dim);
     let qf: Vec<i32> = q.iter().map(|&b| fx(b)).collect();
+    let qa: Vec<i32> = q_approx.iter().map(|&b| fx(b)).collect();
 
     // Step 1: dims from |q| summed over the group.
     let mut dims = Vec::with_capacity(p.r);
-    select_dims(&qf, g, d, p.r, &mut dims);
+    select_dims(&qa, g, d, p.r, &mut dims);
 
     // Step 4: approximate probabilities of every token, per head.
-    let scales: Vec<u32> = qf
+    let scales: Vec<u32> = qa
         .chunks_exact(d)
         .map(|q_h| approx_scale(q_h, &dims))
         .collect();
     let mut logits = vec![0i32; g * s];
     let mut k_dims = vec![0u16; dims.len()];
-    for (j, k_row) in k.chunks_exact(d).enumerate() {
+    for (j, k_row) in k_approx.chunks_exact(d).enumerate() {
         for (slot, &i) in k_dims.iter_mut().zip(&dims) {
             *slot = k_row[usize::from(i)];
         }
-        for (h, (q_h, &c)) in qf.chunks_exact(d).zip(&scales).enumerate() {
+        for (h, (q_h, &c)) in qa.chunks_exact(d).zip(&scales).enumerate() {
             logits[h * s + j] = logit_dims(q_h, &k_dims, &dims, c);
         }
     }
@@ -80,15 +134,11 @@ pub fn sparf_group(
         softmax(l, pr);
     }
 
-    // Steps 5–7: token keys with the recency bonus, top-k, α per head.
+    // Steps 5–7: token keys with the recency bonus, top-k, α per head,
+    // widened by the guardrail.
     let mut keys = Vec::with_capacity(s);
     token_keys(&probs, g, s, p.local, &mut keys);
-    let mut tokens = Vec::with_capacity(p.k.min(s));
-    argtopk(&keys, p.k, &mut tokens);
-    let alphas: Vec<u32> = probs
-        .chunks_exact(s)
-        .map(|pr| alpha(pr, &tokens, s))
-        .collect();
+    let (tokens, alphas) = select_guarded(&keys, &probs, s, p.k, guard);
 
     // v̄ over all S value rows.
     let mut vsum = vec![0i64; d];
@@ -181,6 +231,133 @@ mod tests {
                 assert!(sp.alphas.iter().all(|&a| a == P_ONE));
             }
         }
+    }
+
+    #[test]
+    fn rotated_approximate_copy_changes_only_the_selection() {
+        let mut rng = SplitMix64::new(19);
+        let (g, d, s) = (3, 16, 50);
+        let shape = GroupShape {
+            group: g,
+            head_dim: d,
+        };
+        let q = random_fp16(&mut rng, g * d);
+        let k = random_fp16(&mut rng, s * d);
+        let v = random_fp16(&mut rng, s * d);
+        let p = SparseParams {
+            r: 4,
+            k: 10,
+            local: 2,
+        };
+        // A signed permutation is an exact rotation in fp16: same scores,
+        // so the same tokens and bit-identical output.
+        let perm: Vec<usize> = (0..d).map(|i| (i * 5 + 3) % d).collect();
+        let rot = |m: &[u16]| -> Vec<u16> {
+            m.chunks_exact(d)
+                .flat_map(|row| {
+                    perm.iter()
+                        .enumerate()
+                        .map(|(i, &j)| row[j] ^ ((i as u16 & 1) << 15))
+                })
+                .collect()
+        };
+        let (qr, kr) = (rot(&q), rot(&k));
+        let x = PlusInputs {
+            q: &q,
+            q_approx: &qr,
+            k: &k,
+            k_approx: &kr,
+            v: &v,
+        };
+        let plain = sparf_group(&q, &k, &v, shape, p).unwrap();
+        let plus = sparf_plus_group(x, shape, p, None).unwrap();
+        assert_eq!(plus.tokens, plain.tokens);
+        assert_eq!(plus.alphas, plain.alphas);
+        assert_eq!(plus.out, plain.out);
+        let mapped: Vec<u16> = plus
+            .dims
+            .iter()
+            .map(|&i| perm[usize::from(i)] as u16)
+            .collect();
+        let mut mapped = mapped;
+        mapped.sort_unstable();
+        assert_eq!(mapped, plain.dims);
+        // Any approximate copy at all: with k ≥ S the exact pass is dense.
+        let noise = random_fp16(&mut rng, s * d);
+        let all = SparseParams { k: s, ..p };
+        let x = PlusInputs {
+            k_approx: &noise,
+            ..x
+        };
+        let dense = dense_group(&q, &k, &v, shape).unwrap();
+        assert_eq!(sparf_plus_group(x, shape, all, None).unwrap().out, dense);
+        // A different copy picks different tokens, same count.
+        let other = sparf_plus_group(x, shape, p, None).unwrap();
+        assert_eq!(other.tokens.len(), p.k);
+        assert_ne!(other.tokens, plain.tokens);
+    }
+
+    #[test]
+    fn guard_widens_within_its_cap() {
+        let mut rng = SplitMix64::new(23);
+        let (g, d, s) = (2, 16, 200);
+        let shape = GroupShape {
+            group: g,
+            head_dim: d,
+        };
+        let q = random_fp16(&mut rng, g * d);
+        let k = random_fp16(&mut rng, s * d);
+        let v = random_fp16(&mut rng, s * d);
+        let x = PlusInputs {
+            q: &q,
+            q_approx: &q,
+            k: &k,
+            k_approx: &k,
+            v: &v,
+        };
+        let p = SparseParams {
+            r: 4,
+            k: 8,
+            local: 2,
+        };
+        let never = Guard {
+            alpha_min_milli: 0,
+            k_cap: 1000,
+        };
+        let base = sparf_plus_group(x, shape, p, None).unwrap();
+        assert_eq!(sparf_plus_group(x, shape, p, Some(never)).unwrap(), base);
+        for cap in [8, 20, 57, 200, 5000] {
+            let always = Guard {
+                alpha_min_milli: 1000,
+                k_cap: cap,
+            };
+            let w = sparf_plus_group(x, shape, p, Some(always)).unwrap();
+            assert_eq!(w.tokens.len(), cap.clamp(8, s), "cap {cap}");
+            // The widened set contains the nominal one.
+            assert!(base.tokens.iter().all(|t| w.tokens.contains(t)));
+        }
+        // A moderate threshold stops as soon as every head reaches it.
+        let mid = Guard {
+            alpha_min_milli: 500,
+            k_cap: s,
+        };
+        let w = sparf_plus_group(x, shape, p, Some(mid)).unwrap();
+        assert!(
+            w.alphas
+                .iter()
+                .all(|&a| a >= crate::engine::alpha_threshold(500))
+        );
+        let half = SparseParams {
+            k: w.tokens.len() / 2,
+            ..p
+        };
+        let before = sparf_plus_group(x, shape, half, None).unwrap();
+        assert!(
+            before
+                .alphas
+                .iter()
+                .any(|&a| a < crate::engine::alpha_threshold(500))
+        );
     }
 
     #[test]

@@ -26,7 +26,7 @@ use crate::stats::Counters;
 use alloc::vec;
 use alloc::vec::Vec;
 use attention::engine as model;
-use attention::shape::SparseParams;
+use attention::shape::{Guard, SparseParams};
 use ftl::{Ftl, StreamId};
 use proto::Status;
 
@@ -41,6 +41,9 @@ pub(crate) struct HeadJob<'a> {
     pub d: usize,
     /// `g × d` fixed-point queries.
     pub q: &'a [i32],
+    /// The same queries for SparF's approximate stage: `q` itself, or q̃
+    /// in the basis of a rotated sequence's dim-indexed copy.
+    pub q_approx: &'a [i32],
     /// Running value sum of the stream.
     pub vsum: &'a [i64],
 }
@@ -52,6 +55,8 @@ pub(crate) struct HeadCost {
     pub pages_skipped: u64,
     pub engine_bytes: u64,
     pub elements_filtered: u64,
+    /// KV heads whose k the guardrail widened.
+    pub guard_widened: u64,
 }
 
 /// Working buffers reused across commands (device DRAM).
@@ -94,14 +99,15 @@ pub(crate) struct Ctx<'a, B> {
 }
 
 /// Decodes every head in `jobs` (one layer of one sequence); `method` is
-/// `None` for dense. Returns the `[kv_head][g][d]` outputs.
+/// `None` for dense, else SparF's parameters and its guardrail. Returns the
+/// `[kv_head][g][d]` outputs.
 pub(crate) fn decode_layer<B: Nand + Engine>(
     cx: &mut Ctx<'_, B>,
     jobs: &[HeadJob<'_>],
-    method: Option<SparseParams>,
+    method: Option<(SparseParams, Option<Guard>)>,
 ) -> Result<Vec<i32>, Status> {
     let mut out = Vec::new();
-    let Some(params) = method else {
+    let Some((params, guard)) = method else {
         let sels = vec![None; jobs.len()];
         let accs = tokens::attend(cx, jobs, &sels)?;
         for (job, acc) in jobs.iter().zip(&accs) {
@@ -121,7 +127,10 @@ pub(crate) fn decode_layer<B: Nand + Engine>(
     let mut sels = Vec::with_capacity(jobs.len());
     let mut alphas = Vec::with_capacity(jobs.len());
     for ((job, dims), kd) in jobs.iter().zip(&dims).zip(&columns) {
-        let (sel, alpha) = select_tokens(cx.board, job, dims, kd, params);
+        let (sel, alpha) = select_tokens(cx.board, job, dims, kd, params, guard);
+        if sel.len() > params.k.min(job.s) {
+            cx.cost.guard_widened += 1;
+        }
         sels.push(sel);
         alphas.push(alpha);
     }
@@ -155,7 +164,7 @@ fn select_dims<B: Engine>(board: &mut B, job: &HeadJob<'_>, r: usize) -> Vec<u16
     let keys: Vec<u64> = (0..d)
         .map(|i| {
             (0..g)
-                .map(|h| u64::from(job.q[h * d + i].unsigned_abs()))
+                .map(|h| u64::from(job.q_approx[h * d + i].unsigned_abs()))
                 .sum()
         })
         .collect();
@@ -166,19 +175,21 @@ fn select_dims<B: Engine>(board: &mut B, job: &HeadJob<'_>, r: usize) -> Vec<u16
 
 /// SparF steps 4-7 for one head: approximate logits over the chosen dims
 /// (`kd` is `s × r`), softmax per query head, top-k tokens over the group
-/// sum plus the local window, α per query head.
+/// sum plus the local window, α per query head; the guardrail reruns the
+/// top-k with a wider k while α is low.
 fn select_tokens<B: Engine>(
     board: &mut B,
     job: &HeadJob<'_>,
     dims: &[u16],
     kd: &[u16],
     params: SparseParams,
+    guard: Option<Guard>,
 ) -> (Vec<u32>, Vec<u32>) {
     let (s, g, d, r) = (job.s, job.g, job.d, dims.len());
     let mut q_r = vec![0i32; g * r];
     let mut scales = vec![0u32; g];
     for h in 0..g {
-        let q_h = &job.q[h * d..(h + 1) * d];
+        let q_h = &job.q_approx[h * d..(h + 1) * d];
         for (k, &dim) in dims.iter().enumerate() {
             q_r[h * r + k] = q_h[usize::from(dim)];
         }
@@ -197,11 +208,7 @@ fn select_tokens<B: Engine>(
     let probs = softmax_heads(board, &approx, g, s);
     let mut keys = Vec::new();
     model::token_keys(&probs, g, s, params.local, &mut keys);
-    let mut sel = Vec::new();
-    board.argtopk(&keys, params.k, &mut sel);
-    let alphas = probs
-        .chunks_exact(s)
-        .map(|p| model::alpha(p, &sel, s))
-        .collect();
-    (sel, alphas)
+    model::select_guarded_with(&keys, &probs, s, params.k, guard, |keys, k, out| {
+        board.argtopk(keys, k, out)
+    })
 }

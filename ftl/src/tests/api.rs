@@ -6,7 +6,7 @@ use alloc::string::ToString;
 use alloc::vec;
 use alloc::vec::Vec;
 
-use super::model::{Ref, append, check_all, check_all_reclaimed, snapshot};
+use super::model::{Ref, append, append_rotated, check_all, check_all_reclaimed, snapshot};
 use crate::testnand::TestNand;
 use crate::{
     Ftl, FtlConfig, FtlError, Geometry, Kind, Merge, MergeLayout, Ppa, StreamId, StreamShape,
@@ -239,6 +239,28 @@ fn round_trip_and_striping() {
         check_all(&f, &nand, &refs, true);
         assert_eq!(f.stats().partial_pages_written, 0);
     }
+}
+
+#[test]
+fn dim_copy_from_other_keys() {
+    let g = Geometry::sim_default(16384);
+    // A small budget so that partial pages of both copies are forced too.
+    let mut f = Ftl::new(cfg(g, 1 << 20)).unwrap();
+    let mut nand = TestNand::new(g);
+    let mut a = open(&mut f, SHAPE, 7);
+    let mut b = open(&mut f, SHAPE, 8);
+    for n in [1, 37, 300, 5, 900] {
+        append_rotated(&mut f, &mut a, n).unwrap();
+        append(&mut f, &mut b, n).unwrap();
+        nand.run(&mut f).unwrap();
+    }
+    check_all(&f, &nand, &[a.clone(), b], true);
+    assert_ne!(a.k, a.k_dim);
+    let (k, v) = a.next_tokens(2);
+    assert_eq!(
+        f.append_with_dim_copy(a.id, &k, &v, &k[..k.len() - 1]),
+        Err(FtlError::BadLength)
+    );
 }
 
 #[test]

@@ -14,6 +14,8 @@ pub(crate) struct Ref {
     pub seed: u32,
     pub k: Vec<u16>,
     pub v: Vec<u16>,
+    /// What the dim-indexed copy holds (`k` unless appended otherwise).
+    pub k_dim: Vec<u16>,
 }
 
 impl Ref {
@@ -24,6 +26,7 @@ impl Ref {
             seed,
             k: Vec::new(),
             v: Vec::new(),
+            k_dim: Vec::new(),
         }
     }
 
@@ -114,7 +117,7 @@ pub(crate) fn check_stream(ftl: &Ftl, nand: &TestNand, r: &Ref) {
             let sp = ftl.dim_run(r.id, b as u32, run as u32).unwrap();
             let count = nn.min(len - run * nn);
             let mut covered = 0;
-            let want = |i: usize, j: usize| r.k[(run * nn + i) * hd + b * m + j];
+            let want = |i: usize, j: usize| r.k_dim[(run * nn + i) * hd + b * m + j];
             if let Some((ppa, n)) = sp.flash {
                 let n = n as usize;
                 assert!(n > 0 && n <= count);
@@ -263,5 +266,18 @@ pub(crate) fn append(ftl: &mut Ftl, r: &mut Ref, n: usize) -> Result<(), crate::
     ftl.append(r.id, &k, &v)?;
     r.k.extend_from_slice(&k);
     r.v.extend_from_slice(&v);
+    r.k_dim.extend_from_slice(&k);
+    Ok(())
+}
+
+/// [`append`] with a dim-indexed copy of other keys: `k` with the sign
+/// bit flipped (what a host-side rotation would change).
+pub(crate) fn append_rotated(ftl: &mut Ftl, r: &mut Ref, n: usize) -> Result<(), crate::FtlError> {
+    let (k, v) = r.next_tokens(n);
+    let k_dim: Vec<u16> = k.iter().map(|&x| x ^ 0x8000).collect();
+    ftl.append_with_dim_copy(r.id, &k, &v, &k_dim)?;
+    r.k.extend_from_slice(&k);
+    r.v.extend_from_slice(&v);
+    r.k_dim.extend_from_slice(&k_dim);
     Ok(())
 }

@@ -30,6 +30,7 @@ fn run(n: usize, kv: usize, group: usize) -> Vec<Vec<i32>> {
         group: group as u8,
         head_dim: d as u16,
         dim_group: 4,
+        rotated: false,
     };
     let mut a = array(n);
     a.open(5, shape).unwrap();
@@ -56,6 +57,7 @@ fn run(n: usize, kv: usize, group: usize) -> Vec<Vec<i32>> {
                 position: (s + step) as u32,
                 q: &q,
                 kv_new: Some((&kn, &vn)),
+                approx: None,
                 method,
             })
             .collect();
@@ -83,6 +85,7 @@ fn devices_without_heads_stay_idle() {
         group: 1,
         head_dim: 8,
         dim_group: 2,
+        rotated: false,
     };
     a.open(1, shape).unwrap();
     assert_eq!(a.head_ranges(1).unwrap(), &[0..1, 1..2, 2..2, 2..2]);
@@ -96,6 +99,7 @@ fn devices_without_heads_stay_idle() {
         position: 0,
         q: &q,
         kv_new: None,
+        approx: None,
         method: Method::Dense,
     };
     let out = a.decode_batch(&[req]).unwrap();
@@ -114,6 +118,7 @@ fn argument_errors() {
         group: 2,
         head_dim: 8,
         dim_group: 2,
+        rotated: false,
     };
     a.open(1, shape).unwrap();
     assert!(matches!(a.open(1, shape), Err(CsdError::SequenceExists(1))));
@@ -124,6 +129,7 @@ fn argument_errors() {
         position: 0,
         q: &q,
         kv_new: None,
+        approx: None,
         method: Method::Dense,
     };
     assert!(matches!(

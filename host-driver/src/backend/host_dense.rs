@@ -25,10 +25,45 @@ struct HeadKv {
     k_bits: Vec<u16>,
     v_bits: Vec<u16>,
     h2o: reference::H2o,
-    /// SparF+: the basis of the keys present at its first step (the
-    /// prefill), and K expressed in it.
+    /// Tokens of the first append (the prefill): SparF+ chooses its
+    /// basis from them, as [`super::Rotation`] does for the device.
+    prefill: usize,
+    /// SparF+: the basis, and K expressed in it (f32 for the reference,
+    /// fp16 bits for the engine model).
     basis: Option<(BasisKind, reference::Basis)>,
     k_rot: Vec<f32>,
+    k_rot_bits: Vec<u16>,
+}
+
+impl HeadKv {
+    /// Sets up the basis of `kind` (chosen from the prefill keys on first
+    /// use) and brings `k_rot` / `k_rot_bits` up to date; returns it.
+    fn sync_basis(
+        &mut self,
+        kind: BasisKind,
+        d: usize,
+        arithmetic: Arithmetic,
+    ) -> &reference::Basis {
+        if self.basis.as_ref().is_none_or(|(k, _)| *k != kind) {
+            let b = reference::Basis::of_kind(kind, &self.k[..self.prefill * d], d);
+            self.k_rot.clear();
+            self.k_rot_bits.clear();
+            self.basis = Some((kind, b));
+        }
+        let Some((_, basis)) = self.basis.as_ref() else {
+            unreachable!("set above");
+        };
+        let have = match arithmetic {
+            Arithmetic::Reference => self.k_rot.len(),
+            Arithmetic::Engine => self.k_rot_bits.len(),
+        };
+        let more = basis.rotate_key(&self.k[have..]);
+        match arithmetic {
+            Arithmetic::Reference => self.k_rot.extend(more),
+            Arithmetic::Engine => self.k_rot_bits.extend(to_f16_bits(&more)),
+        }
+        basis
+    }
 }
 
 /// Which arithmetic a [`HostDense`] uses.
@@ -63,6 +98,17 @@ pub struct GuardStats {
     pub fired: u64,
     /// K and V elements read beyond the nominal k.
     pub extra_elements: u64,
+}
+
+impl GuardStats {
+    /// One KV head's step: `tokens` attended where `nominal` were asked.
+    fn count(&mut self, tokens: usize, nominal: usize, d: usize) {
+        self.heads += 1;
+        if tokens > nominal {
+            self.fired += 1;
+            self.extra_elements += (2 * (tokens - nominal) * d) as u64;
+        }
+    }
 }
 
 impl HostDense {
@@ -107,6 +153,9 @@ impl HostDense {
         let per_head = k.len() / heads.len().max(1);
         for (h, hk) in heads.iter_mut().enumerate() {
             let span = h * per_head..(h + 1) * per_head;
+            if hk.k.is_empty() {
+                hk.prefill = n;
+            }
             hk.k.extend(k[span.clone()].iter().copied().map(round_f16));
             hk.v.extend(v[span.clone()].iter().copied().map(round_f16));
             if arithmetic == Arithmetic::Engine {
@@ -170,28 +219,41 @@ impl AttentionBackend for HostDense {
                         out.extend(hk.h2o.step(q_g, &hk.k, &hk.v, group, p)?);
                     }
                     (Arithmetic::Reference, Method::SparFPlus(o)) => {
-                        if hk.basis.as_ref().is_none_or(|(kind, _)| *kind != o.basis) {
-                            // The basis of the keys stored at the first
-                            // step: the prefill (and the step's token).
-                            let b = reference::Basis::of_kind(o.basis, &hk.k, d);
-                            hk.k_rot = b.rotate_key(&hk.k);
-                            hk.basis = Some((o.basis, b));
-                        }
+                        hk.sync_basis(o.basis, d, arithmetic);
                         let Some((_, basis)) = hk.basis.as_ref() else {
-                            unreachable!("set above");
+                            unreachable!("set by sync_basis");
                         };
-                        let have = hk.k_rot.len();
-                        hk.k_rot.extend(basis.rotate_key(&hk.k[have..]));
                         let t = reference::sparf_plus(
                             q_g, &hk.k, &hk.k_rot, &hk.v, group, o.p, o.guard, basis,
                         )?;
                         read += o.p.r * s + 2 * t.tokens.len() * d;
-                        if t.tokens.len() > o.p.k.min(s) {
-                            guard.fired += 1;
-                            guard.extra_elements += (2 * (t.tokens.len() - o.p.k) * d) as u64;
-                        }
-                        guard.heads += 1;
+                        guard.count(t.tokens.len(), o.p.k.min(s), d);
                         out.extend(t.out);
+                    }
+                    (Arithmetic::Engine, Method::SparFPlus(o)) => {
+                        let q_bits = to_f16_bits(q_g);
+                        let raw = o.basis == BasisKind::Raw;
+                        let q_rot = if raw {
+                            Vec::new()
+                        } else {
+                            to_f16_bits(&hk.sync_basis(o.basis, d, arithmetic).rotate_query(q_g))
+                        };
+                        let (q_approx, k_approx) = if raw {
+                            (&q_bits[..], &hk.k_bits[..])
+                        } else {
+                            (&q_rot[..], &hk.k_rot_bits[..])
+                        };
+                        let x = engine::PlusInputs {
+                            q: &q_bits,
+                            q_approx,
+                            k: &hk.k_bits,
+                            k_approx,
+                            v: &hk.v_bits,
+                        };
+                        let t = engine::sparf_plus_group(x, group, o.p, o.guard)?;
+                        read += o.p.r * s + 2 * t.tokens.len() * d;
+                        guard.count(t.tokens.len(), o.p.k.min(s), d);
+                        out.extend(t.out.into_iter().map(engine::fx_to_f32));
                     }
                     (Arithmetic::Reference, method) => out.extend(reference::attend_heads(
                         method, q_g, &hk.k, &hk.v, g, 1, s, d,

@@ -7,12 +7,17 @@
 //! fails, the device may have appended some steps' tokens while the host
 //! counts none of them: close and reopen the sequence after a failed batch.
 
+use std::collections::HashMap;
+
+use attention::shape::{BasisKind, Method};
+
 use crate::array::{ArrayDecode, CsdArray};
+use crate::csd::Approx;
 use crate::measure::{Phase, PhaseCounters};
 use crate::transport::Transport;
 
 use super::lengths::Lengths;
-use super::{AttentionBackend, BackendError, DecodeStep, ModelShape, to_f16_bits};
+use super::{AttentionBackend, BackendError, DecodeStep, ModelShape, Rotation, to_f16_bits};
 
 /// Attention on computational SSDs.
 #[derive(Debug)]
@@ -20,6 +25,11 @@ pub struct InStorage<T: Transport> {
     array: CsdArray<T>,
     dim_group: u8,
     lengths: Lengths,
+    /// The basis sequences opened from now on keep their dim-indexed copy
+    /// in (raw: plain sequences).
+    basis: BasisKind,
+    /// The rotated sequences' bases.
+    rotations: HashMap<u32, Rotation>,
 }
 
 impl<T: Transport> InStorage<T> {
@@ -30,7 +40,16 @@ impl<T: Transport> InStorage<T> {
             array,
             dim_group,
             lengths: Lengths::default(),
+            basis: BasisKind::Raw,
+            rotations: HashMap::new(),
         }
+    }
+
+    /// Sequences opened from now on keep their dim-indexed K copy in a
+    /// per-(layer, KV head) `basis` of their prefill keys (raw: the keys
+    /// themselves); their SparF decodes must be SparF+ in that basis.
+    pub fn set_basis(&mut self, basis: BasisKind) {
+        self.basis = basis;
     }
 
     /// The array (statistics, timing).
@@ -58,12 +77,17 @@ impl<T: Transport> AttentionBackend for InStorage<T> {
             group: narrow("group", shape.group())?,
             head_dim: narrow("head_dim", shape.head_dim)?,
             dim_group: self.dim_group,
+            rotated: self.basis != BasisKind::Raw,
         };
         self.lengths.open(seq, shape)?;
         if let Err(e) = self.array.open(seq, dev_shape) {
             // Undo the book-keeping; the open error is the one to report.
             let _ = self.lengths.close(seq);
             return Err(e.into());
+        }
+        if dev_shape.rotated {
+            let rot = Rotation::new(self.basis, shape.layers, shape.kv_heads, shape.head_dim);
+            self.rotations.insert(seq, rot);
         }
         Ok(())
     }
@@ -74,12 +98,14 @@ impl<T: Transport> AttentionBackend for InStorage<T> {
             return Ok(());
         }
         let first = narrow("position", self.lengths.len(seq, layer)?)?;
-        self.array.append(
+        let k_dim = self.rotations.get_mut(&seq).map(|r| r.keys(layer, k));
+        self.array.append_with_dim_copy(
             seq,
             narrow("layer", layer)?,
             first,
             &to_f16_bits(k),
             &to_f16_bits(v),
+            k_dim.as_deref(),
         )?;
         self.lengths.grow(seq, layer, n);
         Ok(())
@@ -90,6 +116,8 @@ impl<T: Transport> AttentionBackend for InStorage<T> {
         struct Wire {
             q: Vec<u16>,
             kv: Option<(Vec<u16>, Vec<u16>)>,
+            q_approx: Option<Vec<u16>>,
+            k_approx: Option<Vec<u16>>,
             layer: u16,
             position: u32,
         }
@@ -98,9 +126,20 @@ impl<T: Transport> AttentionBackend for InStorage<T> {
             let len = self.lengths.len(s.seq, s.layer)?;
             // With a new token it lands at `len`; otherwise the query is the last token.
             let position = if s.kv_new.is_some() { len } else { len - 1 };
+            // A rotated sequence: the new key first (it may choose the
+            // basis), then the query for SparF+.
+            let (mut q_approx, mut k_approx) = (None, None);
+            if let Some(rot) = self.rotations.get_mut(&s.seq) {
+                k_approx = s.kv_new.map(|(k, _)| rot.keys(s.layer, k));
+                if matches!(s.method, Method::SparFPlus(_)) {
+                    q_approx = rot.queries(s.layer, s.q);
+                }
+            }
             wire.push(Wire {
                 q: to_f16_bits(s.q),
                 kv: s.kv_new.map(|(k, v)| (to_f16_bits(k), to_f16_bits(v))),
+                q_approx,
+                k_approx,
                 layer: narrow("layer", s.layer)?,
                 position: narrow("position", position)?,
             });
@@ -114,6 +153,10 @@ impl<T: Transport> AttentionBackend for InStorage<T> {
                 position: w.position,
                 q: &w.q,
                 kv_new: w.kv.as_ref().map(|(k, v)| (k.as_slice(), v.as_slice())),
+                approx: (w.q_approx.is_some() || w.k_approx.is_some()).then_some(Approx {
+                    q: w.q_approx.as_deref(),
+                    k_new: w.k_approx.as_deref(),
+                }),
                 method: s.method,
             })
             .collect();
@@ -126,6 +169,7 @@ impl<T: Transport> AttentionBackend for InStorage<T> {
 
     fn close(&mut self, seq: u32) -> Result<(), BackendError> {
         self.lengths.close(seq)?;
+        self.rotations.remove(&seq);
         self.array.close(seq)?;
         Ok(())
     }

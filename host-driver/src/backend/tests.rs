@@ -186,3 +186,112 @@ fn batch_and_shape_errors() {
         assert!(matches!(b.close(1), Err(BackendError::UnknownSequence(1))));
     }
 }
+
+fn plus(basis: attention::shape::BasisKind, guard: Option<attention::shape::Guard>) -> Method {
+    Method::SparFPlus(attention::shape::SparfPlus {
+        p: SparseParams {
+            r: 4,
+            k: 16,
+            local: 4,
+        },
+        basis,
+        guard,
+    })
+}
+
+fn rotated(devices: usize, basis: attention::shape::BasisKind) -> InStorage<SimTransport> {
+    let mut b = in_storage(devices);
+    b.set_basis(basis);
+    b
+}
+
+#[test]
+fn sparf_plus_on_the_device_is_the_engine_model_bit_for_bit() {
+    use attention::shape::{BasisKind, Guard};
+    // α ≥ 1 is never reached below S: the guard widens k to its cap.
+    let guard = Some(Guard {
+        alpha_min_milli: 1000,
+        k_cap: 40,
+    });
+    let plain = drive(&mut in_storage(1), plus(BasisKind::Raw, None));
+    for (basis, guard) in [
+        (BasisKind::Raw, guard),
+        (BasisKind::Pca, None),
+        (BasisKind::Balanced, None),
+        (BasisKind::Pca, guard),
+    ] {
+        let m = plus(basis, guard);
+        let want = drive(&mut HostDense::engine(), m);
+        for devices in [1, 2] {
+            let got = drive(&mut rotated(devices, basis), m);
+            assert!(got == want, "{basis:?} {guard:?} on {devices} devices");
+        }
+        // Each option changes the selection, so the output.
+        assert!(want != plain, "{basis:?} {guard:?}");
+        // The reference agrees up to fp16 rounding of the rotated copy
+        // (which can move near-ties in the top-k): a loose bound.
+        let host = drive(&mut HostDense::new(), m);
+        assert!(max_err(&want, &host) < 0.1, "{basis:?} {guard:?}");
+    }
+    // SparF+ in the raw basis without a guard is SparF.
+    let sparf = Method::SparF(SparseParams {
+        r: 4,
+        k: 16,
+        local: 4,
+    });
+    assert!(drive(&mut in_storage(1), sparf) == plain);
+}
+
+#[test]
+fn rotated_copy_leaves_the_exact_pass_alone() {
+    use attention::shape::BasisKind;
+    // k ≥ S: every token is chosen whatever the approximate copy says, so
+    // a rotated sequence's SparF+ is the device's dense attention.
+    let all = Method::SparFPlus(attention::shape::SparfPlus {
+        p: SparseParams {
+            r: 4,
+            k: 1000,
+            local: 0,
+        },
+        basis: BasisKind::Pca,
+        guard: None,
+    });
+    let dense = drive(&mut in_storage(1), Method::Dense);
+    assert!(drive(&mut rotated(1, BasisKind::Pca), all) == dense);
+}
+
+#[test]
+fn basis_and_method_must_match() {
+    use attention::shape::BasisKind;
+    let q = vec![0.1f32; 6 * 32];
+    let (k, v) = (vec![0.2f32; 2 * 32], vec![0.3f32; 2 * 32]);
+    let step = |method| DecodeStep {
+        seq: 1,
+        layer: 0,
+        q: &q,
+        kv_new: Some((&k, &v)),
+        method,
+    };
+    let sparf = Method::SparF(SparseParams {
+        r: 4,
+        k: 16,
+        local: 4,
+    });
+    // Plain SparF, or SparF+ raw, on a rotated sequence; SparF+ PCA on a
+    // plain one: refused on the host, nothing sent.
+    let mut b = rotated(1, BasisKind::Pca);
+    b.open(1, SHAPE).unwrap();
+    for m in [sparf, plus(BasisKind::Raw, None)] {
+        let e = b.decode(&[step(m)]).unwrap_err().to_string();
+        assert!(e.contains("rotated") || e.contains("basis"), "{e}");
+    }
+    b.decode(&[step(plus(BasisKind::Pca, None))]).unwrap();
+    let mut b = in_storage(1);
+    b.open(1, SHAPE).unwrap();
+    let e = b
+        .decode(&[step(plus(BasisKind::Pca, None))])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("plain"), "{e}");
+    b.decode(&[step(Method::Dense)]).unwrap();
+}

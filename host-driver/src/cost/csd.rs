@@ -286,6 +286,7 @@ pub fn profile_csd(
             group: 1,
             head_dim: d as u16,
             dim_group: 1,
+            rotated: false,
         };
         let mut queries = Vec::with_capacity(seqs);
         let phase = Phase::begin(&mut array)?;
@@ -305,6 +306,7 @@ pub fn profile_csd(
                 position: (spec.s - 1) as u32,
                 q,
                 kv_new: None,
+                approx: None,
                 method,
             })
             .collect();

@@ -10,20 +10,20 @@ pub fn put_f16(out: &mut Vec<u8>, bits: &[u16]) {
     }
 }
 
-/// KV_APPEND payload for tokens `t0..t1` of `k` and `v`, both laid out
-/// `[kv_heads][n][d]`: K `[kv_heads][t1-t0][d]` then V the same. The source
-/// is head-major, so every chunk gathers one slice per head.
+/// KV_APPEND payload for tokens `t0..t1` of `blocks` (K, V, and K̃ for a
+/// rotated sequence), each laid out `[kv_heads][n][d]`: K
+/// `[kv_heads][t1-t0][d]`, then V the same, then K̃. The source is
+/// head-major, so every chunk gathers one slice per head.
 pub fn kv_chunk(
-    k: &[u16],
-    v: &[u16],
+    blocks: &[&[u16]],
     kv_heads: usize,
     n: usize,
     d: usize,
     t0: usize,
     t1: usize,
 ) -> Vec<u8> {
-    let mut out = Vec::with_capacity(4 * kv_heads * (t1 - t0) * d);
-    for src in [k, v] {
+    let mut out = Vec::with_capacity(2 * blocks.len() * kv_heads * (t1 - t0) * d);
+    for &src in blocks {
         for h in 0..kv_heads {
             let base = h * n * d;
             put_f16(&mut out, &src[base + t0 * d..base + t1 * d]);
@@ -49,7 +49,7 @@ mod tests {
         // 2 heads, 3 tokens, d = 2: values encode (head, token, dim).
         let k: Vec<u16> = (0..12).collect();
         let v: Vec<u16> = (100..112).collect();
-        let c = kv_chunk(&k, &v, 2, 3, 2, 1, 3);
+        let c = kv_chunk(&[&k, &v], 2, 3, 2, 1, 3);
         let words: Vec<u16> = c
             .chunks_exact(2)
             .map(|b| u16::from_le_bytes([b[0], b[1]]))

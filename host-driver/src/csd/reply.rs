@@ -21,10 +21,13 @@ pub(super) fn parse_fetch(res: &IoResult, t: &Ticket) -> Result<DecodeOutput, Cs
     }
     let (body, tail) = res.data.split_at(n * 4);
     let report = DecodeReport::from_bytes(tail).map_err(|e| bad_reply(CMD, e.to_string()))?;
-    if report.reserved != 0 {
+    if report.guard_widened > u32::from(t.shape.kv_heads) {
         return Err(bad_reply(
             CMD,
-            format!("report reserved field is {:#x}", report.reserved),
+            format!(
+                "report says the guardrail widened {} KV heads of {}",
+                report.guard_widened, t.shape.kv_heads
+            ),
         ));
     }
     if u64::from(report.tokens_attended) > t.tokens || report.tokens_attended == 0 {

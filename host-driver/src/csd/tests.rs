@@ -19,6 +19,7 @@ fn shape(kv: u8, group: u8, d: u16, layers: u16) -> SeqShape {
         group,
         head_dim: d,
         dim_group: 2,
+        rotated: false,
     }
 }
 
@@ -148,6 +149,35 @@ fn append_kv_decode_matches_engine_and_sparf_runs() {
         .submit_decode(1, 0, s as u32, &q, None, Method::Dense)
         .unwrap();
     assert_eq!(csd.fetch(t).unwrap().raw, outs[0].raw);
+    // The guardrail: a threshold no selection below S reaches widens every
+    // KV head's k to its cap, and the report counts them.
+    let guarded = |alpha_min_milli| {
+        Method::SparFPlus(attention::shape::SparfPlus {
+            p: SparseParams {
+                r: 4,
+                k: 40,
+                local: 10,
+            },
+            basis: attention::shape::BasisKind::Raw,
+            guard: Some(attention::shape::Guard {
+                alpha_min_milli,
+                k_cap: 100,
+            }),
+        })
+    };
+    let t = csd
+        .submit_decode(1, 1, s as u32, &q, None, guarded(1000))
+        .unwrap();
+    let wide = csd.fetch(t).unwrap();
+    assert_eq!(wide.report.guard_widened, kv as u32);
+    assert_ne!(wide.raw, outs[1].raw);
+    let t = csd
+        .submit_decode(1, 1, s as u32, &q, None, guarded(0))
+        .unwrap();
+    let calm = csd.fetch(t).unwrap();
+    assert_eq!(calm.report.guard_widened, 0);
+    assert_eq!(calm.raw, outs[1].raw);
+    assert!(wide.report.pages_read >= calm.report.pages_read);
 }
 
 #[test]
@@ -324,10 +354,10 @@ fn malformed_fetch_replies_are_errors() {
         mdts_bytes: 1 << 20,
         ..CapabilityBlock::default()
     };
-    let report = |tokens: u32, reserved: u32| {
+    let report = |tokens: u32, guard_widened: u32| {
         DecodeReport {
             tokens_attended: tokens,
-            reserved,
+            guard_widened,
             ..DecodeReport::default()
         }
         .to_bytes()
@@ -340,7 +370,7 @@ fn malformed_fetch_replies_are_errors() {
         ([body(1), report(1, 0), vec![0]].concat(), "bytes"),
         ([body(1), report(0, 0)].concat(), "tokens"),
         ([body(1), report(5, 0)].concat(), "tokens"),
-        ([body(1), report(1, 7)].concat(), "reserved"),
+        ([body(1), report(1, 7)].concat(), "guardrail"),
         ([body(i32::MAX), report(1, 0)].concat(), "range"),
     ];
     for (reply, needle) in cases {

@@ -323,6 +323,7 @@ pub fn attend(
         group: group as u8,
         head_dim: inputs.d as u16,
         dim_group: dev.dim_group,
+        rotated: false,
     };
     array.open(0, shape).map_err(open_error)?;
     array.append(0, 0, 0, &inputs.k, &inputs.v)?;
@@ -333,6 +334,7 @@ pub fn attend(
         position: (inputs.s - 1) as u32,
         q: &inputs.q,
         kv_new: None,
+        approx: None,
         method: resolved,
     };
     let mut outs = array.decode_batch(&[req])?;

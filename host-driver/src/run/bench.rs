@@ -212,6 +212,7 @@ pub fn run_bench(p: &BenchParams) -> Result<BenchReport, RunError> {
             group: p.group as u8,
             head_dim: p.d as u16,
             dim_group,
+            rotated: false,
         };
         array.open(seq, shape).map_err(super::open_error)?;
         array.append(seq, 0, 0, &kb, &vb)?;
@@ -225,6 +226,7 @@ pub fn run_bench(p: &BenchParams) -> Result<BenchReport, RunError> {
                 position: (p.s - 1) as u32,
                 q: &qb,
                 kv_new: None,
+                approx: None,
                 method,
             };
             std::hint::black_box(array.decode_batch(&[req])?);

@@ -212,6 +212,7 @@ pub fn run_host_bench(p: &HostBenchParams) -> Result<String, RunError> {
             group: group as u8,
             head_dim: dd as u16,
             dim_group: 1,
+            rotated: false,
         },
     )?;
     csd.append(1, 0, 0, &bits(&k), &bits(&v))?;

@@ -14,6 +14,7 @@
 
 use std::time::Instant;
 
+use attention::shape::BasisKind;
 use model::{Logits, Model};
 
 use crate::backend::{AttentionBackend, HostDense, InStorage, ModelShape};
@@ -187,8 +188,27 @@ struct Backends {
 }
 
 impl Backends {
+    /// The guardrail counts of the host backends (the device's are not
+    /// counted here).
+    fn guard(&self) -> crate::backend::GuardStats {
+        let (a, b) = (self.host.guard, self.engine.guard);
+        crate::backend::GuardStats {
+            heads: a.heads + b.heads,
+            fired: a.fired + b.fired,
+            extra_elements: a.extra_elements + b.extra_elements,
+        }
+    }
+
     fn pick(&mut self, sel: Selection, kind: EvalBackend) -> &mut dyn AttentionBackend {
-        let device_method = matches!(sel, Selection::Dense | Selection::SparF);
+        let device_method = matches!(
+            sel,
+            Selection::Dense
+                | Selection::SparF
+                | Selection::SparFPca
+                | Selection::SparFBal
+                | Selection::SparFGuard
+                | Selection::SparFBalGuard
+        );
         #[cfg(target_os = "linux")]
         if let (Selection::Dense | Selection::Block, EvalBackend::Ssd, Some(ssd)) =
             (sel, kind, self.ssd.as_mut())
@@ -196,7 +216,16 @@ impl Backends {
             return ssd;
         }
         match (device_method, kind, self.csd.as_mut()) {
-            (true, EvalBackend::Csd, Some(csd)) => csd,
+            (true, EvalBackend::Csd, Some(csd)) => {
+                // The sequence about to be opened keeps its dim-indexed
+                // copy in the selection's basis.
+                csd.set_basis(match sel {
+                    Selection::SparFPca => BasisKind::Pca,
+                    Selection::SparFBal | Selection::SparFBalGuard => BasisKind::Balanced,
+                    _ => BasisKind::Raw,
+                });
+                csd
+            }
             (true, EvalBackend::HostEngine, _) => &mut self.engine,
             _ => &mut self.host,
         }
@@ -307,7 +336,7 @@ pub fn evaluate(
         let first = model.prefill(&window[..c], &mut rec, Logits::Last)?;
         let mut dense_top: Vec<u32> = Vec::with_capacity(n);
         for (ci, policy) in configs.iter().enumerate() {
-            let g0 = backends.host.guard;
+            let g0 = backends.guard();
             let backend = backends.pick(policy.selection, p.backend);
             let started = Instant::now();
             let mut attn = BackendAttention::open(backend, w as u32, shape, *policy)?;
@@ -336,7 +365,7 @@ pub fn evaluate(
             a.windows += 1;
             attn.close()?;
             a.wall_s += started.elapsed().as_secs_f64();
-            let g1 = backends.host.guard;
+            let g1 = backends.guard();
             a.guard.heads += g1.heads - g0.heads;
             a.guard.fired += g1.fired - g0.fired;
             a.guard.extra_elements += g1.extra_elements - g0.extra_elements;
@@ -364,7 +393,7 @@ pub fn evaluate(
                     a.read / a.windows.max(1) as f64
                 },
                 wall_s: a.wall_s,
-                guard: policy_guarded(policy).then(|| {
+                guard: (policy_guarded(policy) && a.guard.heads > 0).then(|| {
                     let steps = a.guard.heads.max(1) as f64;
                     let dense = (2 * p.context * cfg.n_kv_heads * cfg.head_dim) as f64
                         * (a.guard.heads as f64 / cfg.n_kv_heads.max(1) as f64).max(1.0);

@@ -48,6 +48,7 @@ pub fn run<T: Transport>(csd: &mut Csd<T>) -> Result<Vec<VectorResult>, CsdError
             group: group as u8,
             head_dim: d as u16,
             dim_group: m,
+            rotated: false,
         };
         csd.open(seq, shape)?;
         // Prefill: the first s tokens of every head ([head][token][d]).

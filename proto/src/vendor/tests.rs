@@ -11,6 +11,7 @@ const SHAPE: SeqShape = SeqShape {
     group: 4,
     head_dim: 64,
     dim_group: 4,
+    rotated: false,
 };
 
 fn open() -> Sqe {
@@ -204,7 +205,7 @@ reject! {
     seq_open_rejects_zero_dim_group: open |s| s.cdw13 = 64 => inv("dim_group", 0);
     seq_open_rejects_large_dim_group: open |s| s.cdw13 = 64 | 16 << 16 => inv("dim_group", 16);
     seq_open_rejects_non_dividing_dim_group: open |s| s.cdw13 = 6 | 4 << 16 => inv("dim_group", 4);
-    seq_open_rejects_cdw13_reserved: open |s| s.cdw13 |= 1 << 24 => res("cdw13[31:24]", s.cdw13 as u64);
+    seq_open_rejects_cdw13_reserved: open |s| s.cdw13 |= 1 << 25 => res("cdw13[31:25]", s.cdw13 as u64);
     seq_open_rejects_cdw14: open |s| s.cdw14 = 2 => res("cdw14", 2);
     seq_open_rejects_cdw15: open |s| s.cdw15 = 3 => res("cdw15", 3);
 
@@ -221,7 +222,8 @@ reject! {
 
     decode_submit_rejects_zero_ndt: dense |s| s.cdw10 = 0 => inv("ndt", 0);
     decode_submit_rejects_unknown_method: dense |s| s.cdw12 = 1 | 2 << 16 => ProtoError::UnsupportedMethod(2);
-    decode_submit_rejects_reserved_flags: dense |s| s.cdw12 |= 2 << 24 => res("flags", 3);
+    decode_submit_rejects_reserved_flags: dense |s| s.cdw12 |= 4 << 24 => res("flags", 5);
+    decode_submit_rejects_dense_guard: dense |s| s.cdw12 |= 2 << 24 => inv("flags", 3);
     decode_submit_dense_rejects_r: dense |s| s.cdw14 = 1 => inv("r", 1);
     decode_submit_dense_rejects_local: dense |s| s.cdw14 = 1 << 16 => inv("local", 1);
     decode_submit_dense_rejects_k: dense |s| s.cdw15 = 1 => inv("k", 1);
@@ -253,9 +255,12 @@ fn parse_errors_map_to_status() {
     );
 }
 
+fn mism(field: &'static str) -> impl Fn(ProtoError) -> bool {
+    move |e: ProtoError| matches!(e, ProtoError::ShapeMismatch { field: f, .. } if f == field)
+}
+
 #[test]
 fn shape_mismatches() {
-    let mism = |field| move |e: ProtoError| matches!(e, ProtoError::ShapeMismatch { field: f, .. } if f == field);
     let a = KvAppend {
         layer: 4,
         ..KvAppend::new(7, 1, 0, 3, &SHAPE).unwrap()
@@ -297,8 +302,24 @@ fn shape_mismatches() {
 #[test]
 fn payload_sizes() {
     let a = KvAppend::new(1, 0, 0, 5, &SHAPE).unwrap();
-    assert_eq!(a.payload_bytes(2, 64), 2 * 2 * 5 * 64 * 2);
-    assert_eq!(a.ndt as u64 * 4, a.payload_bytes(2, 64));
+    assert_eq!(a.payload_bytes(&SHAPE), 2 * 2 * 5 * 64 * 2);
+    assert_eq!(a.ndt as u64 * 4, a.payload_bytes(&SHAPE));
+    let rot = SeqShape {
+        rotated: true,
+        ..SHAPE
+    };
+    let a = KvAppend::new(1, 0, 0, 5, &rot).unwrap();
+    assert_eq!(a.ndt as u64 * 4, 3 * 2 * 5 * 64 * 2);
+    assert!(a.check_shape(&rot).is_ok());
+    assert!(a.check_shape(&SHAPE).is_err_and(mism("ndt")));
+    // Rotated sparf: q and q̃; k_new, v_new, k̃_new; the guard trailer.
+    let both = DecodeFlags(DecodeFlags::APPEND_KV.0 | DecodeFlags::GUARD.0);
+    let d = DecodeSubmit::sparf(1, 0, 0, both, 4, 0, 8, &rot);
+    assert_eq!(d.ndt as u64 * 4, 2 * 8 * 64 * 2 + 3 * 2 * 64 * 2 + 8);
+    assert!(d.check_shape(&SHAPE).is_err_and(mism("ndt")));
+    // Rotated dense: no q̃, but k̃_new.
+    let d = DecodeSubmit::dense(1, 0, 0, DecodeFlags::APPEND_KV, &rot);
+    assert_eq!(d.ndt as u64 * 4, 8 * 64 * 2 + 3 * 2 * 64 * 2);
     let big = SeqShape {
         kv_heads: 255,
         head_dim: 256,
@@ -321,6 +342,31 @@ fn method_and_flags() {
     assert!(!Method(2).is_known());
     assert!(DecodeFlags::APPEND_KV.append_kv());
     assert!(!DecodeFlags::NONE.append_kv());
+    assert!(DecodeFlags::GUARD.guard() && !DecodeFlags::APPEND_KV.guard());
+}
+
+#[test]
+fn guard_trailer() {
+    let g = GuardTrailer {
+        alpha_min_milli: 600,
+        k_cap: 300,
+    };
+    let b = g.to_bytes();
+    assert_eq!(b, [0x58, 0x02, 0, 0, 0x2C, 0x01, 0, 0]);
+    assert_eq!(GuardTrailer::parse(&b), Ok(g));
+    assert!(GuardTrailer::parse(&b[..7]).is_err());
+    let mut bad = b;
+    bad[0..2].copy_from_slice(&1001u16.to_le_bytes());
+    assert_eq!(GuardTrailer::parse(&bad), Err(inv("alpha_min_milli", 1001)));
+    let mut bad = b;
+    bad[2] = 1;
+    assert!(matches!(
+        GuardTrailer::parse(&bad),
+        Err(ProtoError::Reserved { .. })
+    ));
+    let mut bad = b;
+    bad[4..].fill(0);
+    assert_eq!(GuardTrailer::parse(&bad), Err(inv("k_cap", 0)));
     use std::string::ToString;
     assert_eq!(Method::SPARF.to_string(), "sparf");
     assert_eq!(Method(5).to_string(), "method 5");
@@ -337,7 +383,7 @@ fn decode_report_layout() {
         tokens_attended: 1,
         pages_read: 2,
         pages_skipped: 3,
-        reserved: 0,
+        guard_widened: 0,
         engine_bytes: 4,
         elements_filtered: 5,
     };
@@ -349,17 +395,20 @@ fn decode_report_layout() {
 }
 
 fn shape_strategy() -> impl Strategy<Value = SeqShape> {
-    (1u16.., 1u8.., 1u8.., 1u16..=128).prop_flat_map(|(layers, kv_heads, group, half)| {
-        let head_dim = half * 2;
-        let divisors: Vec<u8> = (1..=8).filter(|m| head_dim % *m as u16 == 0).collect();
-        proptest::sample::select(divisors).prop_map(move |dim_group| SeqShape {
-            layers,
-            kv_heads,
-            group,
-            head_dim,
-            dim_group,
-        })
-    })
+    (1u16.., 1u8.., 1u8.., 1u16..=128, any::<bool>()).prop_flat_map(
+        |(layers, kv_heads, group, half, rotated)| {
+            let head_dim = half * 2;
+            let divisors: Vec<u8> = (1..=8).filter(|m| head_dim % *m as u16 == 0).collect();
+            proptest::sample::select(divisors).prop_map(move |dim_group| SeqShape {
+                layers,
+                kv_heads,
+                group,
+                head_dim,
+                dim_group,
+                rotated,
+            })
+        },
+    )
 }
 
 proptest! {
@@ -387,10 +436,13 @@ proptest! {
 
     #[test]
     fn decode_submit_round_trip(
-        seq: u32, layer: u16, position: u32, append: bool, sparse: bool,
+        seq: u32, layer: u16, position: u32, append: bool, sparse: bool, guard: bool,
         r in 1u16..=256, local: u16, k in 1u32.., shape in shape_strategy(),
     ) {
-        let flags = if append { DecodeFlags::APPEND_KV } else { DecodeFlags::NONE };
+        let mut flags = if append { DecodeFlags::APPEND_KV } else { DecodeFlags::NONE };
+        if sparse && guard {
+            flags.0 |= DecodeFlags::GUARD.0;
+        }
         let c = if sparse {
             DecodeSubmit::sparf(seq, layer, position, flags, r, local, k, &shape)
         } else {

@@ -107,6 +107,7 @@ fn a_decode_round_trip_walks_prp_lists_and_never_crosses_a_page() {
         group: 2,
         head_dim: 64,
         dim_group: 4,
+        rotated: false,
     };
     let none = PrpPair { prp1: 0, prp2: 0 };
     let open = SeqOpen::new(1, shape).to_sqe();
