@@ -5,6 +5,7 @@ mod attend;
 mod bench;
 mod demo;
 mod eval;
+mod guard;
 mod identify;
 mod model;
 mod run;

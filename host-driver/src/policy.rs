@@ -42,16 +42,28 @@ pub enum Selection {
     /// The same basis with each direction scaled by the keys' RMS (queries
     /// ×, keys ÷), so the dims are picked by the expected |q_i·k_i|.
     SparFBal,
-    /// SparF with the adaptive guardrail (see [`GUARD_ALPHA_MILLI`]).
+    /// SparF with the adaptive guardrail (see [`GuardSetting`]).
     SparFGuard,
-    /// The scaled PCA basis and the guardrail.
-    SparFBalGuard,
+    /// The PCA basis and the guardrail.
+    SparFPcaGuard,
     /// The selection oracle: top c·S tokens by exact attention (reads all
     /// of K to score: a bound, not a budget).
     Oracle,
 }
 
 impl Selection {
+    /// The SparF+ selections: the basis of their approximate stage, and
+    /// whether their guardrail runs.
+    pub fn sparf_plus(self) -> Option<(BasisKind, bool)> {
+        match self {
+            Self::SparFPca => Some((BasisKind::Pca, false)),
+            Self::SparFBal => Some((BasisKind::Balanced, false)),
+            Self::SparFGuard => Some((BasisKind::Raw, true)),
+            Self::SparFPcaGuard => Some((BasisKind::Pca, true)),
+            _ => None,
+        }
+    }
+
     /// All of them, in report order.
     pub const ALL: [Selection; 11] = [
         Selection::Dense,
@@ -63,7 +75,7 @@ impl Selection {
         Selection::SparFPca,
         Selection::SparFBal,
         Selection::SparFGuard,
-        Selection::SparFBalGuard,
+        Selection::SparFPcaGuard,
         Selection::Oracle,
     ];
 
@@ -79,7 +91,7 @@ impl Selection {
             Self::SparFPca => "sparf-pca",
             Self::SparFBal => "sparf-bal",
             Self::SparFGuard => "sparf-guard",
-            Self::SparFBalGuard => "sparf-bal-guard",
+            Self::SparFPcaGuard => "sparf-pca-guard",
             Self::Oracle => "oracle",
         }
     }
@@ -99,7 +111,7 @@ impl FromStr for Selection {
             .find(|m| m.name() == s.trim().to_ascii_lowercase())
             .ok_or_else(|| {
                 format!(
-                    "unknown method `{s}` (dense, sparq, sparf, h2o, local, block, sparf-pca, sparf-bal, sparf-guard, sparf-bal-guard, oracle)"
+                    "unknown method `{s}` (dense, sparq, sparf, h2o, local, block, sparf-pca, sparf-bal, sparf-guard, sparf-pca-guard, oracle)"
                 )
             })
     }
@@ -168,13 +180,53 @@ pub struct Policy {
     pub selection: Selection,
     /// Its budget (ignored for dense).
     pub compression: Compression,
+    /// The guardrail's knobs (guarded selections only).
+    pub guard: GuardSetting,
 }
 
-/// The guardrail widens k when a query head's approximate α (the mass
-/// the approximate scores put on the chosen tokens) is below 0.6 ...
-pub const GUARD_ALPHA_MILLI: u16 = 600;
-/// ... doubling it up to this many times the step's nominal bytes.
-pub const GUARD_CAP: f64 = 2.0;
+/// The guardrail's knobs: k doubles while some query head's approximate
+/// α (the mass the approximate scores put on the chosen tokens) is below
+/// `alpha_min`, up to `cap` times the step's nominal bytes; the nominal k
+/// is `k_share` of SparF's, so that what the guardrail adds keeps the mean
+/// bytes read per step at SparF's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GuardSetting {
+    /// α threshold, `0..=1`.
+    pub alpha_min: f64,
+    /// Most bytes of a step, as a multiple of the nominal, `≥ 1`.
+    pub cap: f64,
+    /// Nominal k as a share of SparF's, `(0, 1]`.
+    pub k_share: f64,
+}
+
+impl GuardSetting {
+    /// The measured default (see the README's SparF+ section).
+    pub const DEFAULT: GuardSetting = GuardSetting {
+        alpha_min: 0.6,
+        cap: 2.0,
+        k_share: 0.75,
+    };
+
+    /// Checks the ranges.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(0.0..=1.0).contains(&self.alpha_min) {
+            return Err(format!("guard alpha {} is not in 0..=1", self.alpha_min));
+        }
+        if !(self.cap >= 1.0 && self.cap.is_finite()) {
+            return Err(format!("guard cap {} is not a finite number ≥ 1", self.cap));
+        }
+        if !(self.k_share > 0.0 && self.k_share <= 1.0) {
+            return Err(format!("guard k share {} is not in (0, 1]", self.k_share));
+        }
+        Ok(())
+    }
+}
+
+impl Default for GuardSetting {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
 
 /// The fewest tokens a sparse method keeps.
 pub const MIN_TOKENS: usize = 32;
@@ -195,7 +247,17 @@ impl Policy {
     pub const DENSE: Policy = Policy {
         selection: Selection::Dense,
         compression: Compression::NONE,
+        guard: GuardSetting::DEFAULT,
     };
+
+    /// `selection` at `compression`, the guardrail at its defaults.
+    pub const fn new(selection: Selection, compression: Compression) -> Policy {
+        Policy {
+            selection,
+            compression,
+            guard: GuardSetting::DEFAULT,
+        }
+    }
 
     /// The per-step method for `s` tokens of head dimension `d`.
     pub fn method(&self, s: usize, d: usize) -> Method {
@@ -207,24 +269,35 @@ impl Policy {
             | Selection::SparFPca
             | Selection::SparFBal
             | Selection::SparFGuard
-            | Selection::SparFBalGuard => {
-                let k = tokens(c / 2.0, s);
+            | Selection::SparFPcaGuard => {
+                let plus = self.selection.sparf_plus();
+                // A guarded selection starts from fewer tokens, so that
+                // what the guardrail adds keeps the mean bytes at SparF's.
+                let gs = self.guard;
+                let share = match plus {
+                    Some((_, true)) => gs.k_share,
+                    _ => 1.0,
+                };
+                let k = tokens(c / 2.0 * share, s);
                 let r = scaled(c, d);
-                let p = SparseParams { r, k, local: k / 4 };
-                // The cap: GUARD_CAP × the step's bytes, r·S of them spent.
-                let cap_elems = GUARD_CAP * c * (2 * s * d) as f64 - (r * s) as f64;
+                // SparF+ scores well enough that fewer tokens need to be
+                // forced in by recency: k/8 of them (SparF: k/4).
+                let local = if plus.is_some() { k / 8 } else { k / 4 };
+                let p = SparseParams { r, k, local };
+                // The cap: `cap` × the budget's bytes (c·2·S·d), r·S of them spent.
+                let cap_elems = gs.cap * c * (2 * s * d) as f64 - (r * s) as f64;
                 let guard = Guard {
-                    alpha_min_milli: GUARD_ALPHA_MILLI,
+                    alpha_min_milli: (gs.alpha_min * 1000.0).round() as u16,
                     k_cap: ((cap_elems / (2 * d) as f64) as usize).clamp(k, s.max(k)),
                 };
-                let plus = |basis, guard| Method::SparFPlus(SparfPlus { p, basis, guard });
-                match self.selection {
-                    Selection::SparQ => Method::SparQ(p),
-                    Selection::SparF => Method::SparF(p),
-                    Selection::SparFPca => plus(BasisKind::Pca, None),
-                    Selection::SparFBal => plus(BasisKind::Balanced, None),
-                    Selection::SparFGuard => plus(BasisKind::Raw, Some(guard)),
-                    _ => plus(BasisKind::Balanced, Some(guard)),
+                match (self.selection, plus) {
+                    (_, Some((basis, guarded))) => Method::SparFPlus(SparfPlus {
+                        p,
+                        basis,
+                        guard: guarded.then_some(guard),
+                    }),
+                    (Selection::SparQ, _) => Method::SparQ(p),
+                    _ => Method::SparF(p),
                 }
             }
             Selection::Oracle => Method::Oracle { k: tokens(c, s) },
@@ -278,10 +351,7 @@ mod tests {
     use super::*;
 
     fn policy(selection: Selection, c: &str) -> Policy {
-        Policy {
-            selection,
-            compression: c.parse().unwrap(),
-        }
+        Policy::new(selection, c.parse().unwrap())
     }
 
     #[test]
@@ -318,6 +388,32 @@ mod tests {
             }
         }
         assert_eq!(Policy::DENSE.read_fraction(100, 64), 1.0);
+    }
+
+    #[test]
+    fn guard_cap_is_within_its_byte_budget() {
+        for c in ["1/4", "1/8", "1/16"] {
+            for (s, d) in [(1024, 64), (4096, 128), (300, 64), (5000, 64)] {
+                for sel in [Selection::SparFGuard, Selection::SparFPcaGuard] {
+                    let p = policy(sel, c);
+                    let Method::SparFPlus(o) = p.method(s, d) else {
+                        panic!("{sel:?} is SparF+");
+                    };
+                    let g = o.guard.expect("guarded");
+                    let budget = 2.0 * p.compression.get() * (2 * s * d) as f64;
+                    let worst = (o.p.r * s + 2 * g.k_cap.min(s) * d) as f64;
+                    // The cap binds unless the nominal k alone is above it.
+                    assert!(
+                        worst <= budget.max((o.p.r * s + 2 * o.p.k * d) as f64),
+                        "{sel:?} {c} s={s} d={d}"
+                    );
+                    assert!(g.k_cap >= o.p.k);
+                    // The nominal step reads no more than SparF's.
+                    let sparf = policy(Selection::SparF, c).read_fraction(s, d);
+                    assert!(p.read_fraction(s, d) <= sparf + 1e-12, "{sel:?} {c}");
+                }
+            }
+        }
     }
 
     #[test]

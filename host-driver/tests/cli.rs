@@ -219,6 +219,11 @@ fn run_and_eval_reject_bad_inputs_with_status_2() {
         vec!["run", "--backend", "ssd", "--block", "0"],
         vec!["run", "--backend", "ssd", "--method", "sparf"],
         vec!["bench", "solid", "--text", "/nonexistent/text.txt"],
+        vec!["eval", "--text", "x", "--guard-alpha", "1.5"],
+        vec!["eval", "--text", "x", "--guard-cap", "0.5"],
+        vec!["run", "--method", "sparf-guard", "--guard-share", "0"],
+        vec!["run", "--method", "sparf-pca", "--backend", "ssd"],
+        vec!["run", "--method", "oracle"],
     ] {
         let out = bin().args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));

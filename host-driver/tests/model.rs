@@ -85,6 +85,7 @@ fn sparf_scores_identically_on_the_drive_and_the_host_engine() {
         page_size: 4096,
         ssd: SsdSetup::in_dir(std::env::temp_dir()),
         kv_name: "unused".into(),
+        guard: Default::default(),
     };
     let csd = evaluate(&model, &tokens, &params(EvalBackend::Csd), |_, _| {}).unwrap();
     let eng = evaluate(&model, &tokens, &params(EvalBackend::HostEngine), |_, _| {}).unwrap();
@@ -125,6 +126,7 @@ fn block_sparse_on_the_ssd_scores_like_dram_and_the_reference() {
             merge_gap: 2,
         },
         kv_name: "smollm".into(),
+        guard: Default::default(),
     };
     let ssd = evaluate(
         &model,

@@ -49,6 +49,8 @@ pub struct Args {
     page_size: String,
     #[command(flatten)]
     ssd: super::ssd::SsdArgs,
+    #[command(flatten)]
+    guard: super::guard::GuardArgs,
     /// CSV output.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -61,6 +63,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<(), RunError> {
+    let guard = a.guard.setting()?;
     let text = std::fs::read_to_string(&a.text)
         .map_err(|e| RunError::Input(format!("{}: {e}", a.text.display())))?;
     let model = super::model::load(a.model.as_deref())?;
@@ -76,6 +79,7 @@ pub fn run(a: Args) -> Result<(), RunError> {
         page_size: super::page_size(&a.page_size),
         ssd: a.ssd.setup(Budget::Method)?,
         kv_name: kv_name(a.model.as_deref()),
+        guard,
     };
     let bar = ProgressBar::new(0);
     bar.set_style(

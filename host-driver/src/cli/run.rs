@@ -49,6 +49,8 @@ pub struct Args {
     device: DeviceSpec,
     #[command(flatten)]
     ssd: super::ssd::SsdArgs,
+    #[command(flatten)]
+    guard: super::guard::GuardArgs,
     /// A GGUF model instead of the cached SmolLM2-135M-Instruct.
     #[arg(long)]
     model: Option<PathBuf>,
@@ -67,6 +69,7 @@ pub fn run(a: Args) -> Result<(), RunError> {
                 _ => Selection::SparF,
             }),
             compression: a.compression,
+            guard: a.guard.setting()?,
         },
         devices: a.devices,
         page_size: super::page_size(&a.page_size),

@@ -274,10 +274,7 @@ pub fn profile_csd(
         let channels = array.devices()[0].info().caps.channels as usize;
         let method = match spec.compression {
             None => Policy::DENSE,
-            Some(c) => Policy {
-                selection: Selection::SparF,
-                compression: Compression::new(c).map_err(input)?,
-            },
+            Some(c) => Policy::new(Selection::SparF, Compression::new(c).map_err(input)?),
         }
         .method(spec.s, d);
         let shape = SeqShape {

@@ -121,10 +121,10 @@ fn prompt(model: &Model, n: usize) -> String {
 /// Runs the bench.
 pub fn run_model_bench(model: &Model, p: &ModelBenchParams) -> Result<ModelBenchReport, RunError> {
     let text = prompt(model, p.prompt_tokens);
-    let sparf = Policy {
-        selection: Selection::SparF,
-        compression: Compression::new(0.125).map_err(RunError::Input)?,
-    };
+    let sparf = Policy::new(
+        Selection::SparF,
+        Compression::new(0.125).map_err(RunError::Input)?,
+    );
     let mut rows = Vec::new();
     for (name, backend, policy) in [
         ("host dense", RunBackend::Host, Policy::DENSE),

@@ -79,6 +79,8 @@ pub struct EvalParams {
     pub ssd: SsdSetup,
     /// Name of the KV store file.
     pub kv_name: String,
+    /// The guardrail's knobs for the guarded selections.
+    pub guard: crate::policy::GuardSetting,
 }
 
 /// One line of the results.
@@ -149,10 +151,7 @@ impl EvalRow {
         let selection: Selection = f[0].parse()?;
         let compression = Compression::new(num(1)?)?;
         Ok(Self {
-            policy: Policy {
-                selection,
-                compression,
-            },
+            policy: Policy::new(selection, compression),
             backend: f[2].to_string(),
             tokens: f[3]
                 .parse()
@@ -200,15 +199,8 @@ impl Backends {
     }
 
     fn pick(&mut self, sel: Selection, kind: EvalBackend) -> &mut dyn AttentionBackend {
-        let device_method = matches!(
-            sel,
-            Selection::Dense
-                | Selection::SparF
-                | Selection::SparFPca
-                | Selection::SparFBal
-                | Selection::SparFGuard
-                | Selection::SparFBalGuard
-        );
+        let device_method =
+            matches!(sel, Selection::Dense | Selection::SparF) || sel.sparf_plus().is_some();
         #[cfg(target_os = "linux")]
         if let (Selection::Dense | Selection::Block, EvalBackend::Ssd, Some(ssd)) =
             (sel, kind, self.ssd.as_mut())
@@ -219,11 +211,7 @@ impl Backends {
             (true, EvalBackend::Csd, Some(csd)) => {
                 // The sequence about to be opened keeps its dim-indexed
                 // copy in the selection's basis.
-                csd.set_basis(match sel {
-                    Selection::SparFPca => BasisKind::Pca,
-                    Selection::SparFBal | Selection::SparFBalGuard => BasisKind::Balanced,
-                    _ => BasisKind::Raw,
-                });
+                csd.set_basis(sel.sparf_plus().map_or(BasisKind::Raw, |(b, _)| b));
                 csd
             }
             (true, EvalBackend::HostEngine, _) => &mut self.engine,
@@ -266,6 +254,7 @@ pub fn configurations(p: &EvalParams) -> Vec<Policy> {
             out.push(Policy {
                 selection,
                 compression,
+                guard: p.guard,
             });
         }
     }
@@ -409,10 +398,7 @@ pub fn evaluate(
 
 /// Whether the policy runs the guardrail.
 fn policy_guarded(p: &Policy) -> bool {
-    matches!(
-        p.selection,
-        Selection::SparFGuard | Selection::SparFBalGuard
-    )
+    p.selection.sparf_plus().is_some_and(|(_, guarded)| guarded)
 }
 
 /// The CSV text of `rows`.
@@ -451,6 +437,7 @@ mod tests {
             page_size: 4096,
             ssd: SsdSetup::in_dir(std::env::temp_dir()),
             kv_name: "test".into(),
+            guard: Default::default(),
         };
         let c = configurations(&p);
         assert_eq!(c.len(), 5);

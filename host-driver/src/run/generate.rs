@@ -200,14 +200,14 @@ pub fn run_generation(
     let backend: &mut dyn AttentionBackend = match (p.backend, &p.device) {
         (RunBackend::Csd, DeviceSpec::Sim) => {
             check_device_method(policy)?;
-            csd.insert(InStorage::new(sim_array(p.devices, p.page_size)?, 1))
+            csd.insert(on_drive(sim_array(p.devices, p.page_size)?, policy))
         }
         (RunBackend::Csd, spec) => {
             let t = spec.open(p.page_size).map_err(CsdError::from)?;
             match probe(t)? {
                 Drive::InstCsd(c) => {
                     check_device_method(policy)?;
-                    dev.insert(InStorage::new(CsdArray::new(vec![*c])?, 1))
+                    dev.insert(on_drive(CsdArray::new(vec![*c])?, policy))
                 }
                 Drive::Plain(t, plain) => {
                     // A plain drive: the KV cache on its namespace, block-
@@ -293,14 +293,24 @@ pub fn run_generation(
 
 /// The drive runs dense and SparF.
 fn check_device_method(policy: Policy) -> Result<(), RunError> {
-    if matches!(policy.selection, Selection::Dense | Selection::SparF) {
+    let sel = policy.selection;
+    if matches!(sel, Selection::Dense | Selection::SparF) || sel.sparf_plus().is_some() {
         Ok(())
     } else {
         Err(input(format!(
-            "the drive runs dense and sparf; run {} with --backend host",
-            policy.selection
+            "the drive runs dense, sparf and the sparf+ methods; run {sel} with --backend host"
         )))
     }
+}
+
+/// The in-storage backend for `policy`: a SparF+ method in a rotated basis
+/// opens its sequences rotated.
+fn on_drive<T: crate::transport::Transport>(array: CsdArray<T>, policy: Policy) -> InStorage<T> {
+    let mut b = InStorage::new(array, 1);
+    if let Some((basis, _)) = policy.selection.sparf_plus() {
+        b.set_basis(basis);
+    }
+    b
 }
 
 /// Where the KV store goes on a plain drive: its namespace's block device.
