@@ -56,6 +56,19 @@ pub fn sparf_traced(
 ) -> Result<SparseTrace, AttentionError> {
     let s = shape.check_inputs(q.len(), k.len(), v.len())?;
     let sel = sparf_select(q, k, shape, p)?;
+    Ok(exact_pass(q, k, v, s, shape, sel))
+}
+
+/// SparF's exact pass over a selection: the chosen value rows, v̄ over all
+/// `s` of them, and [`sparf_finish`].
+fn exact_pass(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    s: usize,
+    shape: GroupShape,
+    sel: SparseSelection,
+) -> SparseTrace {
     let d = shape.head_dim;
     let vbar = weighted_sum(&vec![1.0 / s as f64; s], v.chunks_exact(d), d);
     let rows: Vec<f32> = sel
@@ -63,7 +76,7 @@ pub fn sparf_traced(
         .iter()
         .flat_map(|&j| row(v, j, d).iter().copied())
         .collect();
-    Ok(sparf_finish(q, k, &rows, &vbar, shape, sel))
+    sparf_finish(q, k, &rows, &vbar, shape, sel)
 }
 
 /// SparF steps 1–4 (see [`sparf_traced`]): the dims, the tokens (ascending)
@@ -223,14 +236,7 @@ pub fn sparf_plus(
         });
     }
     let sel = sparf_select_guarded(&basis.rotate_query(q), k_basis, shape, p, guard)?;
-    let d = shape.head_dim;
-    let vbar = weighted_sum(&vec![1.0 / s as f64; s], v.chunks_exact(d), d);
-    let rows: Vec<f32> = sel
-        .tokens
-        .iter()
-        .flat_map(|&j| row(v, j, d).iter().copied())
-        .collect();
-    Ok(sparf_finish(q, k, &rows, &vbar, shape, sel))
+    Ok(exact_pass(q, k, v, s, shape, sel))
 }
 
 /// The selection oracle: the `k` tokens with the largest exact attention
