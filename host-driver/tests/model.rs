@@ -71,13 +71,17 @@ fn in_storage_dense_matches_host_dense_distribution() {
 }
 
 #[test]
-fn sparf_scores_identically_on_the_drive_and_the_host_engine() {
+fn sparf_and_sparf_plus_score_identically_on_the_drive_and_the_host_engine() {
     let model = smollm();
     let tokens = wiki_tokens(&model, 400);
     let params = |backend| EvalParams {
         context: 160,
         continuation: 24,
-        methods: vec![Selection::SparF],
+        methods: vec![
+            Selection::SparF,
+            Selection::SparFPca,
+            Selection::SparFPcaGuard,
+        ],
         compressions: vec!["1/8".parse().unwrap()],
         windows: 2,
         backend,
@@ -89,7 +93,7 @@ fn sparf_scores_identically_on_the_drive_and_the_host_engine() {
     };
     let csd = evaluate(&model, &tokens, &params(EvalBackend::Csd), |_, _| {}).unwrap();
     let eng = evaluate(&model, &tokens, &params(EvalBackend::HostEngine), |_, _| {}).unwrap();
-    assert_eq!(csd.len(), 2);
+    assert_eq!(csd.len(), 4);
     for (a, b) in csd.iter().zip(&eng) {
         assert_eq!(a.policy, b.policy);
         assert_eq!(a.backend, "in-storage");
