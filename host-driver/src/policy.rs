@@ -182,6 +182,9 @@ pub struct Policy {
     pub compression: Compression,
     /// The guardrail's knobs (guarded selections only).
     pub guard: GuardSetting,
+    /// SparF and SparF+: scale each layer's k by how much its selection
+    /// misses on the prompt (see [`crate::runner::LayerPlan`]).
+    pub per_layer: bool,
 }
 
 /// The guardrail's knobs: k doubles while some query head's approximate
@@ -248,6 +251,7 @@ impl Policy {
         selection: Selection::Dense,
         compression: Compression::NONE,
         guard: GuardSetting::DEFAULT,
+        per_layer: false,
     };
 
     /// `selection` at `compression`, the guardrail at its defaults.
@@ -256,6 +260,7 @@ impl Policy {
             selection,
             compression,
             guard: GuardSetting::DEFAULT,
+            per_layer: false,
         }
     }
 

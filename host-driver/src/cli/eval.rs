@@ -80,6 +80,7 @@ pub fn run(a: Args) -> Result<(), RunError> {
         ssd: a.ssd.setup(Budget::Method)?,
         kv_name: kv_name(a.model.as_deref()),
         guard,
+        per_layer: a.guard.per_layer,
     };
     let bar = ProgressBar::new(0);
     bar.set_style(

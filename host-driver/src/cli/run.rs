@@ -70,6 +70,7 @@ pub fn run(a: Args) -> Result<(), RunError> {
             }),
             compression: a.compression,
             guard: a.guard.setting()?,
+            per_layer: a.guard.per_layer,
         },
         devices: a.devices,
         page_size: super::page_size(&a.page_size),

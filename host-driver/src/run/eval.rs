@@ -81,6 +81,8 @@ pub struct EvalParams {
     pub kv_name: String,
     /// The guardrail's knobs for the guarded selections.
     pub guard: crate::policy::GuardSetting,
+    /// Per-layer k for SparF and SparF+ (see [`crate::runner::LayerPlan`]).
+    pub per_layer: bool,
 }
 
 /// One line of the results.
@@ -255,6 +257,7 @@ pub fn configurations(p: &EvalParams) -> Vec<Policy> {
                 selection,
                 compression,
                 guard: p.guard,
+                per_layer: p.per_layer,
             });
         }
     }
@@ -438,6 +441,7 @@ mod tests {
             ssd: SsdSetup::in_dir(std::env::temp_dir()),
             kv_name: "test".into(),
             guard: Default::default(),
+            per_layer: false,
         };
         let c = configurations(&p);
         assert_eq!(c.len(), 5);

@@ -8,6 +8,8 @@ use model::{Attention, AttentionFailure};
 use crate::backend::{AttentionBackend, DecodeStep, ModelShape};
 use crate::policy::Policy;
 
+use super::LayerPlan;
+
 /// A backend's sequence as a model's attention.
 pub struct BackendAttention<'a> {
     backend: &'a mut dyn AttentionBackend,
@@ -19,6 +21,8 @@ pub struct BackendAttention<'a> {
     /// Σ over decode steps of the fraction of dense's KV elements read.
     read_fraction_sum: f64,
     steps: usize,
+    /// Per-layer k (`policy.per_layer`).
+    plan: Option<LayerPlan>,
 }
 
 impl std::fmt::Debug for BackendAttention<'_> {
@@ -49,6 +53,7 @@ impl<'a> BackendAttention<'a> {
             lens: vec![0; shape.layers],
             read_fraction_sum: 0.0,
             steps: 0,
+            plan: policy.per_layer.then(|| LayerPlan::new(shape.layers)),
         })
     }
 
@@ -76,6 +81,11 @@ impl<'a> BackendAttention<'a> {
         }
     }
 
+    /// The per-layer plan, if the policy asks for one.
+    pub fn plan(&self) -> Option<&LayerPlan> {
+        self.plan.as_ref()
+    }
+
     /// The backend.
     pub fn backend(&mut self) -> &mut dyn AttentionBackend {
         self.backend
@@ -91,6 +101,18 @@ impl Attention for BackendAttention<'_> {
             .ok_or_else(|| format!("layer {layer} out of range"))?;
         self.backend.append(self.seq, layer, k, v)?;
         *len += k.len() / row.max(1);
+        if let Some(plan) = self.plan.as_mut() {
+            plan.keys(layer, k);
+        }
+        Ok(())
+    }
+
+    fn prefill_queries(&mut self, layer: usize, q: &[f32]) -> Result<(), AttentionFailure> {
+        let n = self.lens.get(layer).copied().unwrap_or(0);
+        let method = self.policy.method(n, self.shape.head_dim);
+        if let Some(plan) = self.plan.as_mut() {
+            plan.queries(layer, q, self.shape, method);
+        }
         Ok(())
     }
 
@@ -107,7 +129,10 @@ impl Attention for BackendAttention<'_> {
             .get(layer)
             .ok_or_else(|| format!("layer {layer} out of range"))?
             + 1;
-        let method = self.policy.method(s, d);
+        let mut method = self.policy.method(s, d);
+        if let Some(plan) = &self.plan {
+            method = plan.apply(layer, method, s);
+        }
         let step = DecodeStep {
             seq: self.seq,
             layer,

@@ -4,9 +4,11 @@
 //! choice of the next token.
 
 mod adapter;
+mod layer_plan;
 mod recorder;
 
 pub use adapter::BackendAttention;
+pub use layer_plan::LayerPlan;
 pub use recorder::KvRecorder;
 
 /// Index of the largest logit (ties → lower index).

@@ -4,10 +4,12 @@
 
 use model::{Attention, AttentionFailure};
 
-/// The prefill KV of every layer, `[kv_heads][n][d]` each.
+/// The prefill KV of every layer, `[kv_heads][n][d]` each, and the
+/// queries of its last positions.
 #[derive(Debug, Default, Clone)]
 pub struct KvRecorder {
     layers: Vec<(Vec<f32>, Vec<f32>)>,
+    queries: Vec<Vec<f32>>,
 }
 
 impl KvRecorder {
@@ -20,6 +22,9 @@ impl KvRecorder {
     pub fn replay(&self, attn: &mut dyn Attention) -> Result<(), AttentionFailure> {
         for (layer, (k, v)) in self.layers.iter().enumerate() {
             attn.prefill(layer, k, v)?;
+            if let Some(q) = self.queries.get(layer).filter(|q| !q.is_empty()) {
+                attn.prefill_queries(layer, q)?;
+            }
         }
         Ok(())
     }
@@ -35,6 +40,14 @@ impl Attention for KvRecorder {
             return Err(format!("layer {layer} recorded twice").into());
         }
         self.layers[layer] = (k.to_vec(), v.to_vec());
+        Ok(())
+    }
+
+    fn prefill_queries(&mut self, layer: usize, q: &[f32]) -> Result<(), AttentionFailure> {
+        if self.queries.len() <= layer {
+            self.queries.resize(layer + 1, Vec::new());
+        }
+        self.queries[layer] = q.to_vec();
         Ok(())
     }
 

@@ -11,6 +11,15 @@ pub trait Attention {
     /// `[n_kv_heads][n][head_dim]` each.
     fn prefill(&mut self, layer: usize, k: &[f32], v: &[f32]) -> Result<(), AttentionFailure>;
 
+    /// After [`Self::prefill`] of `layer`: the queries of the prompt's last
+    /// `m` positions (after RoPE), `[m][n_heads][head_dim]`, for an
+    /// implementation that plans its decode budgets from them. Ignored by
+    /// default.
+    fn prefill_queries(&mut self, layer: usize, q: &[f32]) -> Result<(), AttentionFailure> {
+        let _ = (layer, q);
+        Ok(())
+    }
+
     /// One decode token of `layer`: q `[n_heads][head_dim]` (after RoPE),
     /// the new token's k and v `[n_kv_heads][head_dim]` (k after RoPE); the
     /// implementation stores k, v and returns the attention output

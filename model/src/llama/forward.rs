@@ -26,6 +26,9 @@ fn to_head_major(x: &[f32], n: usize, heads: usize, hd: usize) -> Vec<f32> {
     out
 }
 
+/// Prompt positions whose queries `Attention::prefill_queries` gets.
+const PLANNING_QUERIES: usize = 16;
+
 impl Model {
     /// Runs the prompt (positions 0..n) through every layer with dense
     /// causal attention computed here, handing each layer's K/V to
@@ -84,6 +87,9 @@ impl Model {
             let kh = to_head_major(&k, n, c.n_kv_heads, hd);
             let vh = to_head_major(&v, n, c.n_kv_heads, hd);
             attn.prefill(l, &kh, &vh)
+                .map_err(|source| ModelError::Attention { layer: l, source })?;
+            let m = n.min(PLANNING_QUERIES);
+            attn.prefill_queries(l, &q[(n - m) * c.q_dim()..])
                 .map_err(|source| ModelError::Attention { layer: l, source })?;
             let o = causal_attention(&q, &kh, &vh, n, c);
             layer.wo.matmul(&o, n, &mut tmp);

@@ -1,0 +1,214 @@
+//! Per-layer token budgets planned from the prompt (`--per-layer`): some
+//! layers' attention is harder for SparF's approximate stage than
+//! others'. After each layer's prefill, the queries of the prompt's last
+//! positions are run through SparF's selection at the nominal k over that
+//! layer's prompt keys, and the exact attention mass the chosen tokens
+//! capture (their recall) is measured. Each layer's k is then scaled by its
+//! missed mass relative to the mean, clamped to [1/2, 2] and renormalised
+//! so that the mean over layers stays at most 1: the same bytes per step,
+//! moved to the layers that miss most. r is unchanged; the drive needs
+//! nothing new (k travels in every DECODE_SUBMIT).
+
+use attention::reference;
+use attention::shape::{GroupShape, Method, SparseParams};
+
+use crate::backend::ModelShape;
+
+/// Smallest and largest scale of a layer's k.
+const CLAMP: (f64, f64) = (0.5, 2.0);
+
+/// The plan of one sequence.
+#[derive(Debug, Default, Clone)]
+pub struct LayerPlan {
+    /// Prompt keys per layer, `[kv_heads][n][d]`, until its queries come.
+    keys: Vec<Vec<f32>>,
+    /// Recall of each planned layer.
+    recall: Vec<Option<f64>>,
+    /// The scales, once every layer is planned.
+    scales: Option<Vec<f64>>,
+}
+
+impl LayerPlan {
+    /// Nothing planned yet for `layers` layers.
+    pub fn new(layers: usize) -> Self {
+        Self {
+            keys: vec![Vec::new(); layers],
+            recall: vec![None; layers],
+            scales: None,
+        }
+    }
+
+    /// Keeps `layer`'s prompt keys (its first prefill only).
+    pub fn keys(&mut self, layer: usize, k: &[f32]) {
+        if let Some(slot) = self.keys.get_mut(layer).filter(|s| s.is_empty()) {
+            *slot = k.to_vec();
+        }
+    }
+
+    /// Measures `layer`'s recall from the prompt's last queries `q`
+    /// (`[m][q_heads][d]`) under `method` (SparF's or SparF+'s r and k;
+    /// other methods plan nothing).
+    pub fn queries(&mut self, layer: usize, q: &[f32], shape: ModelShape, method: Method) {
+        let p = match method {
+            Method::SparF(p) => p,
+            Method::SparFPlus(o) => o.p,
+            _ => return,
+        };
+        let Some(keys) = self.keys.get_mut(layer) else {
+            return;
+        };
+        let k = std::mem::take(keys);
+        let (g, d, kvh) = (shape.group(), shape.head_dim, shape.kv_heads);
+        let n = k.len() / (kvh * d).max(1);
+        if n == 0 || q.is_empty() {
+            return;
+        }
+        let group = GroupShape {
+            group: g,
+            head_dim: d,
+        };
+        let (mut sum, mut count) = (0.0f64, 0usize);
+        for q_pos in q.chunks_exact(shape.q_heads * d) {
+            for h in 0..kvh {
+                let q_g = &q_pos[h * g * d..(h + 1) * g * d];
+                let k_h = &k[h * n * d..(h + 1) * n * d];
+                if let Ok(sel) = reference::sparf_select(q_g, k_h, group, p) {
+                    for q_h in q_g.chunks_exact(d) {
+                        sum += recall(q_h, k_h, &sel.tokens, d);
+                        count += 1;
+                    }
+                }
+            }
+        }
+        if let Some(slot) = self.recall.get_mut(layer) {
+            *slot = (count > 0).then(|| sum / count as f64);
+        }
+        if self.recall.iter().all(Option::is_some) {
+            let recall: Vec<f64> = self.recall.iter().flatten().copied().collect();
+            self.scales = Some(scales(&recall));
+        }
+    }
+
+    /// `method` with `layer`'s k scaled (unchanged until every layer is
+    /// planned, and for methods without a k).
+    pub fn apply(&self, layer: usize, method: Method, s: usize) -> Method {
+        let Some(w) = self.scales.as_ref().and_then(|w| w.get(layer)) else {
+            return method;
+        };
+        let scale = |p: SparseParams| {
+            let k = ((p.k as f64 * w).round() as usize).clamp(1, s.max(1));
+            let local = ((p.local as f64 * w).round() as usize).min(k);
+            SparseParams { k, local, ..p }
+        };
+        match method {
+            Method::SparF(p) => Method::SparF(scale(p)),
+            Method::SparFPlus(mut o) => {
+                o.p = scale(o.p);
+                if let Some(g) = o.guard.as_mut() {
+                    g.k_cap = g.k_cap.max(o.p.k);
+                }
+                Method::SparFPlus(o)
+            }
+            m => m,
+        }
+    }
+
+    /// The scales, once planned.
+    pub fn scales(&self) -> Option<&[f64]> {
+        self.scales.as_deref()
+    }
+}
+
+/// The exact softmax mass of `q_h` over `k` (`[n][d]`) on `tokens`.
+fn recall(q_h: &[f32], k: &[f32], tokens: &[u32], d: usize) -> f64 {
+    let c = 1.0 / (d as f64).sqrt();
+    let logits: Vec<f64> = k
+        .chunks_exact(d)
+        .map(|row| {
+            c * row
+                .iter()
+                .zip(q_h)
+                .map(|(&a, &b)| f64::from(a) * f64::from(b))
+                .sum::<f64>()
+        })
+        .collect();
+    let max = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let w: Vec<f64> = logits.iter().map(|x| (x - max).exp()).collect();
+    let total: f64 = w.iter().sum();
+    tokens
+        .iter()
+        .filter_map(|&j| w.get(j as usize))
+        .sum::<f64>()
+        / total
+}
+
+/// Per-layer scales of k from the layers' recalls: proportional to the
+/// missed mass, clamped, mean at most 1.
+fn scales(recall: &[f64]) -> Vec<f64> {
+    let miss: Vec<f64> = recall.iter().map(|r| (1.0 - r).max(1e-3)).collect();
+    let mean = miss.iter().sum::<f64>() / miss.len().max(1) as f64;
+    let mut w: Vec<f64> = miss
+        .iter()
+        .map(|m| (m / mean).clamp(CLAMP.0, CLAMP.1))
+        .collect();
+    let mean_w = w.iter().sum::<f64>() / w.len().max(1) as f64;
+    if mean_w > 1.0 {
+        for x in &mut w {
+            *x /= mean_w;
+        }
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scales_follow_the_missed_mass_and_keep_the_mean() {
+        let w = scales(&[0.9, 0.8, 0.6, 0.99]);
+        let mean = w.iter().sum::<f64>() / 4.0;
+        assert!(mean <= 1.0 + 1e-12, "{w:?}");
+        assert!(w[2] > w[1] && w[1] > w[0] && w[0] > w[3], "{w:?}");
+        assert!(w.iter().all(|&x| x <= CLAMP.1 && x >= CLAMP.0 / 2.0));
+        // Equal layers: unchanged.
+        assert_eq!(scales(&[0.7, 0.7, 0.7]), vec![1.0; 3]);
+    }
+
+    #[test]
+    fn plans_every_layer_then_scales_k() {
+        let shape = ModelShape {
+            layers: 2,
+            q_heads: 2,
+            kv_heads: 1,
+            head_dim: 4,
+        };
+        let p = SparseParams {
+            r: 2,
+            k: 4,
+            local: 1,
+        };
+        let m = Method::SparF(p);
+        let mut plan = LayerPlan::new(2);
+        let k: Vec<f32> = (0..16 * 4)
+            .map(|i| ((i * 7 % 11) as f32 - 5.0) / 3.0)
+            .collect();
+        // One sharp layer (a query matching one key), one flat one.
+        let sharp: Vec<f32> = k[8..12].iter().chain(&k[8..12]).map(|x| 4.0 * x).collect();
+        let flat = vec![0.01f32; 8];
+        plan.keys(0, &k);
+        plan.keys(1, &k);
+        plan.queries(0, &sharp, shape, m);
+        assert!(plan.scales().is_none());
+        assert_eq!(plan.apply(0, m, 16), m);
+        plan.queries(1, &flat, shape, m);
+        let w = plan.scales().unwrap().to_vec();
+        assert!(w[1] > w[0], "{w:?}");
+        let Method::SparF(p1) = plan.apply(1, m, 16) else {
+            panic!()
+        };
+        assert!(p1.k > p.k && p1.k <= 8);
+        // Dense plans nothing.
+        assert_eq!(plan.apply(1, Method::Dense, 16), Method::Dense);
+    }
+}
