@@ -10,13 +10,20 @@
 //! only token pages holding a chosen token are read, filtered to the chosen
 //! rows; exact attention on them, blended with the mean value by α.
 //!
+//! SparF+ changes two things and no arithmetic: in a rotated sequence the
+//! dims and approximate scores come from q̃ (`HeadJob::q_approx`) over the
+//! dim-indexed copy, which the FTL wrote from K̃; and with the guardrail
+//! the top-k reruns with a doubled k while the group's smallest α is low
+//! (`attention::engine::select_guarded_with` on the argtopk unit).
+//!
 //! Flash reads of all heads of the layer go out as one batch per step, so
 //! every channel and way stays busy while the engine works head by head.
 //!
 //! Every arithmetic step is a building block of [`attention::engine`] in
 //! the order of its whole-array model (logits are independent per token,
 //! the weighted sum is exact integer addition), so the result is bit-exact
-//! with `attention::engine::sparf_group` / `dense_group`.
+//! with `attention::engine::sparf_plus_group` / `sparf_group` /
+//! `dense_group`.
 
 mod dims;
 mod tokens;
