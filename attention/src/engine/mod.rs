@@ -54,6 +54,13 @@
 //! [`dense_group`] is step 4 over all tokens with α = P_ONE; with r = d and
 //! k ≥ S, SparF reproduces it bit for bit (tested).
 //!
+//! [`sparf_plus_group`] (SparF+) runs steps 1–3 on q̃ and K̃ — the query
+//! and keys in another basis, as a rotated sequence stores its dim-indexed
+//! copy — and steps 4–5 on q, K, V; with a guard, step 3 repeats with k
+//! doubled (capped) while min_h α_h is below the threshold
+//! ([`select_guarded`]). [`sparf_group`] is the case q̃ = q, K̃ = K, no
+//! guard.
+//!
 //! # Accuracy against the real-valued reference
 //!
 //! On the same fp16 inputs (the reference computes in f64), for d ∈ {64,
