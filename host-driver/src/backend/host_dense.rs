@@ -100,6 +100,29 @@ pub struct GuardStats {
     pub extra_elements: u64,
 }
 
+impl std::ops::Add for GuardStats {
+    type Output = GuardStats;
+    fn add(self, o: GuardStats) -> GuardStats {
+        GuardStats {
+            heads: self.heads + o.heads,
+            fired: self.fired + o.fired,
+            extra_elements: self.extra_elements + o.extra_elements,
+        }
+    }
+}
+
+impl std::ops::Sub for GuardStats {
+    type Output = GuardStats;
+    /// What happened between `o` (earlier) and `self` (later).
+    fn sub(self, o: GuardStats) -> GuardStats {
+        GuardStats {
+            heads: self.heads - o.heads,
+            fired: self.fired - o.fired,
+            extra_elements: self.extra_elements - o.extra_elements,
+        }
+    }
+}
+
 impl GuardStats {
     /// One KV head's step: `tokens` attended where `nominal` were asked.
     fn count(&mut self, tokens: usize, nominal: usize, d: usize) {

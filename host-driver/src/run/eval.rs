@@ -192,12 +192,7 @@ impl Backends {
     /// The guardrail counts of the host backends (the device's are not
     /// counted here).
     fn guard(&self) -> crate::backend::GuardStats {
-        let (a, b) = (self.host.guard, self.engine.guard);
-        crate::backend::GuardStats {
-            heads: a.heads + b.heads,
-            fired: a.fired + b.fired,
-            extra_elements: a.extra_elements + b.extra_elements,
-        }
+        self.host.guard + self.engine.guard
     }
 
     fn pick(&mut self, sel: Selection, kind: EvalBackend) -> &mut dyn AttentionBackend {
@@ -358,9 +353,7 @@ pub fn evaluate(
             attn.close()?;
             a.wall_s += started.elapsed().as_secs_f64();
             let g1 = backends.guard();
-            a.guard.heads += g1.heads - g0.heads;
-            a.guard.fired += g1.fired - g0.fired;
-            a.guard.extra_elements += g1.extra_elements - g0.extra_elements;
+            a.guard = a.guard + (g1 - g0);
         }
     }
     Ok(configs
@@ -386,9 +379,9 @@ pub fn evaluate(
                 },
                 wall_s: a.wall_s,
                 guard: (policy_guarded(policy) && a.guard.heads > 0).then(|| {
-                    let steps = a.guard.heads.max(1) as f64;
-                    let dense = (2 * p.context * cfg.n_kv_heads * cfg.head_dim) as f64
-                        * (a.guard.heads as f64 / cfg.n_kv_heads.max(1) as f64).max(1.0);
+                    // Per KV-head step, dense reads 2·S·d elements.
+                    let steps = a.guard.heads as f64;
+                    let dense = steps * (2 * p.context * cfg.head_dim) as f64;
                     (
                         a.guard.fired as f64 / steps,
                         a.guard.extra_elements as f64 / dense,
