@@ -9,6 +9,8 @@
 #![deny(unsafe_code)]
 
 #[cfg(target_os = "linux")]
+mod fabric;
+#[cfg(target_os = "linux")]
 mod sys;
 #[cfg(target_os = "linux")]
 mod tests;
@@ -55,7 +57,8 @@ fn run() -> Result<(), String> {
     tests::solid_raw_namespace(ns)?;
     tests::bench_ioctl(ns)?;
     tests::uring_path(std::path::Path::new("/dev/ng0n1"), 1)?;
-    tests::vfio_path()
+    tests::vfio_path()?;
+    fabric::fabric_path()
 }
 
 #[cfg(not(target_os = "linux"))]

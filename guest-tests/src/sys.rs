@@ -73,3 +73,44 @@ pub(crate) fn exit_qemu(ok: bool) -> ! {
     }
     std::process::exit(i32::from(!ok))
 }
+
+/// Brings the loopback interface up (SIOCSIFFLAGS with IFF_UP).
+pub(crate) fn loopback_up() -> Result<(), String> {
+    // SAFETY: socket(2) with constant arguments; the descriptor is closed
+    // below.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0) };
+    if fd < 0 {
+        return Err(format!("socket: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: ifreq is plain old data; all zeros is a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, s) in req.ifr_name.iter_mut().zip(b"lo\0") {
+        *d = *s as libc::c_char;
+    }
+    req.ifr_ifru.ifru_flags =
+        (libc::IFF_UP | libc::IFF_LOOPBACK | libc::IFF_RUNNING) as libc::c_short;
+    // SAFETY: SIOCSIFFLAGS reads the ifreq we own for the call's duration.
+    let r = unsafe { libc::ioctl(fd, libc::SIOCSIFFLAGS as _, &mut req) };
+    let e = std::io::Error::last_os_error();
+    // SAFETY: closes the descriptor opened above, once.
+    unsafe { libc::close(fd) };
+    if r != 0 {
+        return Err(format!("bringing lo up: {e}"));
+    }
+    Ok(())
+}
+
+/// Mounts configfs at /sys/kernel/config (nvmet's configuration).
+pub(crate) fn mount_configfs() -> Result<(), String> {
+    let (src, dir, fs) = (c("configfs"), c("/sys/kernel/config"), c("configfs"));
+    // SAFETY: three valid NUL-terminated strings that outlive the call, no
+    // data argument.
+    let r = unsafe { libc::mount(src.as_ptr(), dir.as_ptr(), fs.as_ptr(), 0, std::ptr::null()) };
+    if r != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EBUSY) {
+            return Err(format!("mount configfs: {e}"));
+        }
+    }
+    Ok(())
+}

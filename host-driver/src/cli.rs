@@ -9,6 +9,7 @@ mod guard;
 mod identify;
 mod model;
 mod run;
+mod serve;
 mod ssd;
 
 use clap::{Parser, Subcommand};
@@ -43,6 +44,8 @@ enum Command {
     /// Benchmarks.
     #[command(subcommand)]
     Bench(bench::Command),
+    /// Serve the simulated CSD as an NVMe/TCP target (kernel `nvme connect`, `--device tcp://…`).
+    Serve(serve::Args),
 }
 
 /// Runs the parsed command.
@@ -56,6 +59,7 @@ pub fn run(cli: Cli) -> Result<(), RunError> {
         Command::Attend(a) => attend::run(a),
         Command::Demo(a) => demo::run(a),
         Command::Bench(c) => bench::run(c),
+        Command::Serve(a) => serve::run(a),
     }
 }
 

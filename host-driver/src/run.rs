@@ -19,6 +19,7 @@
 
 pub mod attend;
 pub mod bench;
+pub mod bench_fabric;
 pub mod bench_host;
 pub mod bench_model;
 pub mod bench_paper;
@@ -67,6 +68,10 @@ pub enum RunError {
     /// A backend failed inside the model's attention (exit status 1).
     #[error("attention: {0}")]
     Attention(String),
+    /// The NVMe/TCP target failed (exit status 2 for a configuration it
+    /// cannot serve, such as an address in use; 1 otherwise).
+    #[error("serve: {0}")]
+    Serve(#[from] crate::fabric::target::TargetError),
     /// Writing a result failed (exit status 1).
     #[error("{path}: {reason}")]
     Output {
@@ -82,6 +87,10 @@ impl RunError {
     pub fn exit_code(&self) -> u8 {
         match self {
             Self::Input(_) | Self::Npy { .. } | Self::Fetch(_) => 2,
+            Self::Serve(e) => match e {
+                crate::fabric::target::TargetError::Board(_) => 1,
+                _ => 2,
+            },
             Self::Device(_)
             | Self::Backend(_)
             | Self::Model(_)

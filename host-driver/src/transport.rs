@@ -12,7 +12,7 @@
 //! | [`ring`] | submission / completion ring bookkeeping (tails, heads, phase) |
 //! | [`sim`] | [`SimTransport`]: the in-process simulated board |
 //! | [`link`] | [`LinkTransport`]: the host end of the board link (firmware under QEMU) |
-//! | [`any`] | [`DeviceSpec`] (`sim`, `qemu:<board>`) and [`AnyTransport`] |
+//! | [`any`] | [`DeviceSpec`] (`sim`, `qemu:<board>`, `tcp://…`, `/dev/…`, `vfio:…`) and [`AnyTransport`] |
 //! | [`linux`] | [`LinuxNvme`]: a device behind the Linux NVMe driver (passthrough ioctls), with the system-call layer swappable |
 //! | [`sim_pci`] | [`SimPci`]: the simulated board's controller as a PCI function for the user-space (VFIO) driver |
 //! | [`uring`] | [`UringNvme`]: the same drive with its I/O commands in flight together through io_uring |

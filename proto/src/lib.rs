@@ -15,6 +15,8 @@
 //! | [`link`] | the board link: NVMe traffic over a byte stream (firmware under QEMU) |
 //! | [`vendor`] | the InstCSD vendor I/O commands: builders and strict parsers |
 //! | [`regs`] | controller register offsets and doorbells |
+//! | [`fabrics`] | NVMe over Fabrics commands (Connect, Property Get / Set) and properties |
+//! | [`tcp`] | NVMe/TCP PDUs: framing, checks and digests |
 //! | [`error`] | [`ProtoError`], the crate's error type |
 //!
 //! All multi-byte fields are little-endian on the wire; every `to_bytes` /
@@ -28,6 +30,7 @@ extern crate std;
 
 pub mod cqe;
 pub mod error;
+pub mod fabrics;
 pub mod identify;
 pub mod link;
 pub mod log;
@@ -36,6 +39,7 @@ pub mod prp;
 pub mod regs;
 pub mod sqe;
 pub mod status;
+pub mod tcp;
 pub mod vendor;
 
 mod wire;

@@ -20,6 +20,33 @@ pub enum Command {
     /// this machine's SSD (with and without prefetch) vs dense SSD offload,
     /// and a random-read probe of the drive (wall time).
     Solid(SolidArgs),
+    /// Decode step time vs the number of NVMe/TCP targets (`instinfer
+    /// serve` processes on loopback) sharing the heads, against the same
+    /// boards in process (wall; virtual for in-process).
+    Fabric(FabricArgs),
+}
+
+/// Arguments of `bench fabric`.
+#[derive(Debug, clap::Args)]
+pub struct FabricArgs {
+    /// Target counts, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+    targets: Vec<usize>,
+    /// Sequences decoded together.
+    #[arg(long, default_value_t = 4)]
+    seqs: u32,
+    /// Prompt tokens per sequence.
+    #[arg(long, default_value_t = 1024)]
+    prompt: usize,
+    /// Timed decode steps per row.
+    #[arg(long, default_value_t = 8)]
+    steps: usize,
+    /// Flash page size, bytes.
+    #[arg(long, default_value = "16384", value_parser = super::page_size_parser())]
+    page_size: String,
+    /// Run the targets as threads of this process instead of processes.
+    #[arg(long)]
+    threads: bool,
 }
 
 /// Arguments of `bench solid`.
@@ -149,6 +176,7 @@ pub struct AttendArgs {
 pub fn run(c: Command) -> Result<(), RunError> {
     match c {
         Command::Solid(a) => solid(a),
+        Command::Fabric(a) => fabric(a),
         Command::Trace(a) => {
             let text = std::fs::read_to_string(&a.text)
                 .map_err(|e| RunError::Input(format!("{}: {e}", a.text.display())))?;
@@ -284,4 +312,26 @@ fn solid(_: SolidArgs) -> Result<(), RunError> {
     Err(RunError::Input(
         "bench solid needs Linux (O_DIRECT through io_uring)".into(),
     ))
+}
+
+fn fabric(a: FabricArgs) -> Result<(), RunError> {
+    use host_driver::run::bench_fabric::{FabricParams, TargetKind, run_fabric_bench};
+    let kind = if a.threads {
+        TargetKind::Thread
+    } else {
+        TargetKind::Process(
+            std::env::current_exe()
+                .map_err(|e| RunError::Input(format!("where is this binary: {e}")))?,
+        )
+    };
+    let p = FabricParams {
+        targets: a.targets,
+        seqs: a.seqs,
+        prompt: a.prompt,
+        steps: a.steps,
+        page_size: super::page_size(&a.page_size),
+        kind,
+    };
+    println!("{}", run_fabric_bench(&p)?);
+    Ok(())
 }

@@ -11,7 +11,8 @@ pub struct Args {
     /// The device: `sim` (the simulated board), `qemu:zynqmp` /
     /// `qemu:zynq7000` (the firmware under QEMU; `cargo xtask qemu` builds
     /// it), a Linux NVMe namespace (`/dev/ngXnY`) or a drive bound to
-    /// vfio-pci (`vfio:0000:00:04.0`).
+    /// vfio-pci (`vfio:0000:00:04.0`), or a controller on an NVMe/TCP
+    /// target (`tcp://HOST:PORT/NQN`, see `instinfer serve`).
     #[arg(long, default_value = "sim", value_parser = super::device_parser)]
     device: DeviceSpec,
     /// Flash page size of the simulated drive, bytes.

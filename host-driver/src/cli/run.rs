@@ -44,7 +44,7 @@ pub struct Args {
     /// The drive: `sim`, `qemu:zynqmp`, `qemu:zynq7000`, a Linux NVMe
     /// namespace (`/dev/ngXnY`: an InstCSD runs attention, a plain drive
     /// holds the KV cache on its block device — its data is overwritten)
-    /// or `vfio:<PCI address>`.
+    /// `vfio:<PCI address>` or an NVMe/TCP target (`tcp://HOST:PORT/NQN`).
     #[arg(long, default_value = "sim", value_parser = super::device_parser)]
     device: DeviceSpec,
     #[command(flatten)]

@@ -141,3 +141,134 @@ pub fn first_difference(a: &[VectorResult], b: &[VectorResult]) -> Option<String
         }
     })
 }
+
+/// The decode workload every transport runs the same way: `seqs`
+/// sequences of SmolLM2's attention shape on 2 layers (9 query / 3 KV
+/// heads, d = 64), a `prompt`-token prefill, then decode steps of all
+/// sequences together, each appending its token's KV; SparF steps use
+/// r = d/8, k = S/8, local = k/4. Inputs are seeded: two devices that run
+/// the same firmware return the same bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeWorkload {
+    /// Sequences decoded together.
+    pub seqs: u32,
+    /// Prompt tokens per sequence.
+    pub prompt: usize,
+    /// The attention shape.
+    pub shape: crate::backend::ModelShape,
+}
+
+fn normal(seed: u64, n: usize) -> Vec<f32> {
+    let mut r = attention::testdata::SplitMix64::new(seed);
+    (0..n).map(|_| r.normal()).collect()
+}
+
+impl DecodeWorkload {
+    /// SmolLM2-135M's attention shape on 2 layers.
+    pub fn new(seqs: u32, prompt: usize) -> Self {
+        Self {
+            seqs,
+            prompt,
+            shape: crate::backend::ModelShape {
+                layers: 2,
+                q_heads: 9,
+                kv_heads: 3,
+                head_dim: 64,
+            },
+        }
+    }
+
+    /// Opens every sequence and appends its prompt's KV.
+    pub fn prefill(
+        &self,
+        b: &mut dyn crate::backend::AttentionBackend,
+    ) -> Result<(), crate::backend::BackendError> {
+        let sh = self.shape;
+        for seq in 0..self.seqs {
+            b.open(seq, sh)?;
+            for layer in 0..sh.layers {
+                let n = sh.kv_heads * self.prompt * sh.head_dim;
+                let seed = u64::from(seq) * 100 + layer as u64;
+                b.append(seq, layer, &normal(seed, n), &normal(seed + 50, n))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Decode step `step` (every layer, every sequence); its outputs.
+    pub fn step(
+        &self,
+        b: &mut dyn crate::backend::AttentionBackend,
+        step: usize,
+        sparf: bool,
+    ) -> Result<Vec<f32>, crate::backend::BackendError> {
+        use crate::backend::DecodeStep;
+        let sh = self.shape;
+        let s = self.prompt + step + 1;
+        let method = if sparf {
+            let k = (s / 8).max(1);
+            Method::SparF(SparseParams {
+                r: sh.head_dim / 8,
+                k,
+                local: k / 4,
+            })
+        } else {
+            Method::Dense
+        };
+        let mut out = Vec::new();
+        for layer in 0..sh.layers {
+            let inputs: Vec<_> = (0..self.seqs)
+                .map(|seq| {
+                    let seed = 10_000 + step as u64 * 1000 + u64::from(seq) * 10 + layer as u64;
+                    (
+                        normal(seed, sh.q_heads * sh.head_dim),
+                        normal(seed + 1, sh.kv_heads * sh.head_dim),
+                        normal(seed + 2, sh.kv_heads * sh.head_dim),
+                    )
+                })
+                .collect();
+            let batch: Vec<DecodeStep<'_>> = inputs
+                .iter()
+                .enumerate()
+                .map(|(seq, (q, k, v))| DecodeStep {
+                    seq: seq as u32,
+                    layer,
+                    q,
+                    kv_new: Some((k, v)),
+                    method,
+                })
+                .collect();
+            for o in b.decode(&batch)? {
+                out.extend_from_slice(&o);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Closes every sequence.
+    pub fn close(
+        &self,
+        b: &mut dyn crate::backend::AttentionBackend,
+    ) -> Result<(), crate::backend::BackendError> {
+        (0..self.seqs).try_for_each(|seq| b.close(seq))
+    }
+}
+
+/// [`DecodeWorkload`] on `array`: prefill, `steps` steps alternating
+/// dense and SparF, close; every output in order.
+pub fn decode_loop<T: Transport>(
+    array: crate::array::CsdArray<T>,
+    seqs: u32,
+    prompt: usize,
+    steps: usize,
+) -> Result<Vec<f32>, crate::backend::BackendError> {
+    let w = DecodeWorkload::new(seqs, prompt);
+    let mut b = crate::backend::InStorage::new(array, 1);
+    w.prefill(&mut b)?;
+    let mut out = Vec::new();
+    for step in 0..steps {
+        out.extend(w.step(&mut b, step, step % 2 == 1)?);
+    }
+    w.close(&mut b)?;
+    Ok(out)
+}

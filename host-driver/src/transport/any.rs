@@ -25,12 +25,17 @@ pub enum DeviceSpec {
         any(target_arch = "x86_64", target_arch = "aarch64")
     ))]
     Vfio(String),
+    /// A controller on an NVMe/TCP target (`tcp://HOST:PORT/NQN`).
+    Tcp(crate::fabric::TcpUrl),
 }
 
 impl DeviceSpec {
-    /// `sim`, `qemu:zynqmp`, `qemu:zynq7000` or (Linux) a namespace path
-    /// under `/dev`.
+    /// `sim`, `qemu:zynqmp`, `qemu:zynq7000`, `tcp://HOST:PORT/NQN` or
+    /// (Linux) a namespace path under `/dev` or `vfio:<PCI address>`.
     pub fn parse(s: &str) -> Result<Self, String> {
+        if s.starts_with("tcp://") {
+            return crate::fabric::TcpUrl::parse(s).map(Self::Tcp);
+        }
         #[cfg(target_os = "linux")]
         if s.starts_with("/dev/") {
             return Ok(Self::Linux(std::path::PathBuf::from(s)));
@@ -48,7 +53,7 @@ impl DeviceSpec {
                 .map(Self::Qemu)
                 .ok_or_else(|| format!("unknown QEMU board {b:?} (zynqmp or zynq7000)")),
             _ => Err(format!(
-                "unknown device {s:?} (sim, qemu:zynqmp, qemu:zynq7000, /dev/ngXnY or vfio:<PCI address>)"
+                "unknown device {s:?} (sim, qemu:zynqmp, qemu:zynq7000, tcp://HOST:PORT/NQN, /dev/ngXnY or vfio:<PCI address>)"
             )),
         }
     }
@@ -74,6 +79,7 @@ impl DeviceSpec {
                     nvme_linux::vfio::VfioNvme::open(bdf, &group)?,
                 )))
             }
+            Self::Tcp(url) => AnyTransport::Tcp(Box::new(crate::fabric::NvmeTcp::connect(url)?)),
             Self::Sim => AnyTransport::Sim(Box::new(SimTransport::new(page_size)?)),
             Self::Qemu(b) => {
                 let elf = b.find_firmware()?;
@@ -95,6 +101,7 @@ impl std::fmt::Display for DeviceSpec {
                 any(target_arch = "x86_64", target_arch = "aarch64")
             ))]
             Self::Vfio(b) => write!(f, "vfio:{b}"),
+            Self::Tcp(u) => write!(f, "{u}"),
         }
     }
 }
@@ -115,6 +122,8 @@ pub enum AnyTransport {
         any(target_arch = "x86_64", target_arch = "aarch64")
     ))]
     Vfio(Box<super::LinuxNvme<nvme_linux::vfio::VfioNvme>>),
+    /// A controller on an NVMe/TCP target.
+    Tcp(Box<crate::fabric::NvmeTcp>),
 }
 
 impl AnyTransport {
@@ -129,6 +138,7 @@ impl AnyTransport {
                 any(target_arch = "x86_64", target_arch = "aarch64")
             ))]
             Self::Vfio(t) => t.as_mut(),
+            Self::Tcp(t) => t.as_mut(),
         }
     }
 }
@@ -157,6 +167,7 @@ impl Transport for AnyTransport {
                 any(target_arch = "x86_64", target_arch = "aarch64")
             ))]
             Self::Vfio(t) => t.in_flight(),
+            Self::Tcp(t) => t.in_flight(),
         }
     }
 
@@ -171,6 +182,7 @@ impl Transport for AnyTransport {
                 any(target_arch = "x86_64", target_arch = "aarch64")
             ))]
             Self::Vfio(t) => t.device_time(),
+            Self::Tcp(t) => t.device_time(),
         }
     }
 }
@@ -192,6 +204,19 @@ mod tests {
         );
         assert!(DeviceSpec::parse("qemu:cosmos").is_err());
         assert!(DeviceSpec::parse("nvme0").is_err());
+        assert_eq!(
+            DeviceSpec::parse("tcp://127.0.0.1:4420/nqn.x:y").map(|d| d.to_string()),
+            Ok("tcp://127.0.0.1:4420/nqn.x:y".into())
+        );
+        assert_eq!(
+            DeviceSpec::parse("tcp://localhost").map(|d| d.to_string()),
+            Ok(format!(
+                "tcp://localhost:4420/{}",
+                crate::fabric::DEFAULT_NQN
+            ))
+        );
+        assert!(DeviceSpec::parse("tcp://h:port/n").is_err());
+        assert!(DeviceSpec::parse("tcp:///n").is_err());
         #[cfg(target_os = "linux")]
         assert_eq!(
             DeviceSpec::parse("/dev/ng0n1"),

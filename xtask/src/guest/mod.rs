@@ -4,13 +4,16 @@
 //! 1. Debian's current `linux-image-*-amd64` is fetched with `apt-get
 //!    download` and unpacked into `~/.cache/instinfer/guest` (once).
 //! 2. `guest-init` (crate `guest-tests`) is built as a static musl binary.
-//! 3. An initramfs holds it as `/init` and the `nvme`, `vfio_pci` and
-//!    `vfio_iommu_type1` modules with their dependencies (and the crypto
-//!    modules the integrity code asks for).
+//! 3. An initramfs holds it as `/init`, `instinfer` as `/bin/instinfer`
+//!    (the NVMe/TCP target), and the `nvme`, `vfio_pci`,
+//!    `vfio_iommu_type1`, `nvme_tcp`, `nvmet`, `nvmet_tcp` and `configfs`
+//!    modules with their dependencies (and the crypto modules the
+//!    integrity code asks for).
 //! 4. `qemu-system-x86_64 -M q35 -accel tcg` boots it with an IOMMU
 //!    (`intel-iommu`, `intel_iommu=on`), an NVMe drive and
-//!    `isa-debug-exit`; the guest prints its results on the serial
-//!    console and exits QEMU with 33 (pass) or 35 (fail).
+//!    `isa-debug-exit`, and no network device (`-nic none`: NVMe/TCP runs
+//!    on the guest's loopback only); the guest prints its results on the
+//!    serial console and exits QEMU with 33 (pass) or 35 (fail).
 
 mod cpio;
 mod kernel;
@@ -23,12 +26,16 @@ use crate::cargo;
 use cpio::Entry;
 
 /// Modules the guest loads (dependencies are added).
-const MODULES: [&str; 5] = [
+const MODULES: [&str; 9] = [
     "crc64_rocksoft_generic",
     "crct10dif_generic",
     "nvme",
     "vfio_iommu_type1",
     "vfio_pci",
+    "configfs",
+    "nvme_tcp",
+    "nvmet",
+    "nvmet_tcp",
 ];
 /// QEMU's exit status when the guest passed (isa-debug-exit 0x10).
 const PASS: i32 = 33;
@@ -60,11 +67,23 @@ pub fn main() -> Result<(), String> {
         "--release",
         "-p",
         "guest-tests",
+        "-p",
+        "host-driver",
+        "--bin",
+        "guest-init",
+        "--bin",
+        "instinfer",
         "--target",
         "x86_64-unknown-linux-musl",
     ])?;
-    let init_path = crate::hdl::root().join("target/x86_64-unknown-linux-musl/release/guest-init");
-    let init = std::fs::read(&init_path).map_err(|e| format!("{}: {e}", init_path.display()))?;
+    let bin = crate::hdl::root().join("target/x86_64-unknown-linux-musl/release");
+    let read = |name: &str| {
+        let p = bin.join(name);
+        std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))
+    };
+    let init = read("guest-init")?;
+    // The NVMe/TCP target the guest starts (`instinfer serve`).
+    let instinfer = read("instinfer")?;
     let order: String = mods.iter().map(|(n, _)| format!("{n}\n")).collect();
     let names: Vec<String> = mods
         .iter()
@@ -76,7 +95,10 @@ pub fn main() -> Result<(), String> {
         Entry::Dir("sys"),
         Entry::Dir("lib"),
         Entry::Dir("lib/modules"),
+        Entry::Dir("bin"),
+        Entry::Dir("tmp"),
         Entry::File("init", 0o755, &init),
+        Entry::File("bin/instinfer", 0o755, &instinfer),
         Entry::File("lib/modules/order", 0o644, order.as_bytes()),
     ];
     for ((_, bytes), name) in mods.iter().zip(&names) {
@@ -107,12 +129,19 @@ pub fn main() -> Result<(), String> {
             "-accel",
             "tcg",
             "-m",
-            "512M",
+            "1G",
             "-smp",
             "1",
         ])
         .args(["-device", "intel-iommu,intremap=on"])
-        .args(["-nographic", "-no-reboot", "-monitor", "none"])
+        .args([
+            "-nographic",
+            "-no-reboot",
+            "-monitor",
+            "none",
+            "-nic",
+            "none",
+        ])
         .arg("-kernel")
         .arg(&k.image)
         .arg("-initrd")
