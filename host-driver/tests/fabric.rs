@@ -354,3 +354,47 @@ fn a_decode_loop_over_two_targets_equals_two_simulated_boards() {
         assert!(t.stats().firmware_commands.load(Ordering::Relaxed) > 30);
     }
 }
+
+#[test]
+fn a_host_past_its_queue_size_or_the_connection_limit_is_cut_off() {
+    let cfg = TargetConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        max_connections: 3,
+        log: false,
+        ..TargetConfig::default()
+    };
+    let t = Target::bind(cfg).unwrap().spawn().unwrap();
+    // Before Connect a queue holds one command: a write whose data never
+    // comes stays outstanding, and a second command is one too many.
+    let mut s = raw(&t);
+    let mut sqe = Sqe::new(Opcode(0x01));
+    proto::fabrics::SglDesc {
+        addr: 0,
+        len: 4096,
+        kind: proto::fabrics::SGL_TRANSPORT,
+    }
+    .put(&mut sqe);
+    let bytes = Pdu::CapsuleCmd(sqe).encode_header(Digests::default(), 0);
+    for _ in 0..2 {
+        s.write_all(bytes.as_bytes()).unwrap();
+    }
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    // The first got its R2T, then a C2HTermReq ended the connection.
+    assert_eq!(got[0], proto::tcp::R2T);
+    assert_eq!(got[24], proto::tcp::C2H_TERM_REQ);
+    assert_eq!(
+        u16::from_le_bytes([got[32], got[33]]),
+        proto::tcp::FES_DATA_LIMIT
+    );
+    // Three connections open: a fourth is closed at once.
+    let held: Vec<_> = (0..3).map(|_| raw(&t)).collect();
+    let mut extra = TcpStream::connect(t.addr()).unwrap();
+    extra
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut buf = [0u8; 1];
+    assert!(matches!(extra.read(&mut buf), Ok(0) | Err(_)));
+    assert_eq!(t.stats().refused_connections.load(Ordering::Relaxed), 1);
+    drop(held);
+}

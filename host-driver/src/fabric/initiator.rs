@@ -278,8 +278,10 @@ impl Queue {
         pending: &mut HashMap<u16, Outstanding>,
     ) -> Result<(u16, IoResult), TransportError> {
         let bad = |why: String| TransportError::DeviceFailed(format!("NVMe/TCP target: {why}"));
+        // A target may send a read's data in one C2HData PDU.
+        let biggest = pending.values().map(|o| o.want).max().unwrap_or(0);
+        let max = (self.maxh2c.max(biggest).max(1 << 20) + 256).min(u32::MAX as usize) as u32;
         loop {
-            let max = (self.maxh2c.max(1 << 20) + 256) as u32;
             let (pdu, data) = wire::read_pdu(&mut self.r, self.d, max)?;
             match pdu {
                 Pdu::CapsuleResp(cqe) => {

@@ -54,6 +54,8 @@ pub struct TargetConfig {
     pub max_h2c_data: u32,
     /// In-capsule data an I/O command may carry.
     pub in_capsule: u32,
+    /// Connections served at once; more are closed on arrival.
+    pub max_connections: usize,
     /// Log connections, errors and expiries to stderr.
     pub log: bool,
 }
@@ -70,6 +72,7 @@ impl Default for TargetConfig {
             queue_entries: 128,
             max_h2c_data: 128 << 10,
             in_capsule: 8192,
+            max_connections: 256,
             log: true,
         }
     }
@@ -94,6 +97,10 @@ pub enum TargetError {
 pub struct TargetStats {
     /// Connections accepted.
     pub connections: AtomicU64,
+    /// Connections open now.
+    pub open_connections: AtomicU64,
+    /// Connections closed on arrival because `max_connections` were open.
+    pub refused_connections: AtomicU64,
     /// Connections ended because of a malformed or unexpected PDU.
     pub protocol_errors: AtomicU64,
     /// Commands completed (every queue).
@@ -223,6 +230,22 @@ impl Target {
                 }
             };
             shared.stats.connections.fetch_add(1, Ordering::Relaxed);
+            let open = shared.stats.open_connections.load(Ordering::Relaxed);
+            if open >= shared.cfg.max_connections as u64 {
+                shared
+                    .stats
+                    .refused_connections
+                    .fetch_add(1, Ordering::Relaxed);
+                shared.log(format_args!(
+                    "{open} connections open (the most allowed): closing a new one"
+                ));
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+                continue;
+            }
+            shared
+                .stats
+                .open_connections
+                .fetch_add(1, Ordering::Relaxed);
             if let Ok(s) = stream.try_clone() {
                 if let Ok(mut all) = shared.streams.lock() {
                     all.retain(|s| s.peer_addr().is_ok());
@@ -230,7 +253,13 @@ impl Target {
                 }
             }
             let shared = shared.clone();
-            std::thread::spawn(move || conn::serve(stream, shared));
+            std::thread::spawn(move || {
+                conn::serve(stream, shared.clone());
+                shared
+                    .stats
+                    .open_connections
+                    .fetch_sub(1, Ordering::Relaxed);
+            });
         }
         let _ = watchdog.join();
         shared.board.close();

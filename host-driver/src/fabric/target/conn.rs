@@ -84,6 +84,8 @@ pub(crate) struct Conn {
     pub cntlid: Option<u16>,
     sqsize: Arc<AtomicU32>,
     consumed: Arc<AtomicU32>,
+    /// Commands received and not yet answered.
+    outstanding: Arc<AtomicU32>,
     transfers: HashMap<u16, Transfer>,
     next_ttag: u16,
 }
@@ -111,9 +113,14 @@ pub(crate) fn serve(stream: TcpStream, shared: Arc<Shared>) {
     let (tx, rx) = channel();
     let sqsize = Arc::new(AtomicU32::new(0));
     let consumed = Arc::new(AtomicU32::new(0));
+    let outstanding = Arc::new(AtomicU32::new(0));
     let w = {
-        let (sqsize, consumed) = (sqsize.clone(), consumed.clone());
-        std::thread::spawn(move || write_loop(writer, rx, digests, &sqsize, &consumed))
+        let q = Queue {
+            sqsize: sqsize.clone(),
+            consumed: consumed.clone(),
+            outstanding: outstanding.clone(),
+        };
+        std::thread::spawn(move || write_loop(writer, rx, digests, &q))
     };
     let mut c = Conn {
         shared: shared.clone(),
@@ -124,6 +131,7 @@ pub(crate) fn serve(stream: TcpStream, shared: Arc<Shared>) {
         cntlid: None,
         sqsize,
         consumed,
+        outstanding,
         transfers: HashMap::new(),
         next_ttag: 0,
     };
@@ -250,13 +258,14 @@ fn handshake(
     Ok(digests)
 }
 
-fn write_loop(
-    mut w: BufWriter<TcpStream>,
-    rx: Receiver<Out>,
-    d: Digests,
-    sqsize: &AtomicU32,
-    consumed: &AtomicU32,
-) {
+/// The queue counters the writer reads.
+struct Queue {
+    sqsize: Arc<AtomicU32>,
+    consumed: Arc<AtomicU32>,
+    outstanding: Arc<AtomicU32>,
+}
+
+fn write_loop(mut w: BufWriter<TcpStream>, rx: Receiver<Out>, d: Digests, q: &Queue) {
     let fin = |w: &mut BufWriter<TcpStream>| {
         let _ = w.flush();
         let _ = w.get_ref().shutdown(Shutdown::Both);
@@ -266,6 +275,9 @@ fn write_loop(
         while let Some(out) = next.take() {
             let r = match out {
                 Out::Resp(mut cqe, data) => {
+                    // Counted as answered before the host can see it, so
+                    // that its next command never looks like one too many.
+                    q.outstanding.fetch_sub(1, Ordering::Relaxed);
                     let mut r = Ok(());
                     for (i, chunk) in data.chunks(C2H_CHUNK).enumerate() {
                         let p = Pdu::C2HData {
@@ -277,8 +289,8 @@ fn write_loop(
                         };
                         r = r.and_then(|()| wire::write_pdu(&mut w, &p, d, chunk));
                     }
-                    let entries = sqsize.load(Ordering::Relaxed) + 1;
-                    cqe.sq_head = (consumed.load(Ordering::Relaxed) % entries) as u16;
+                    let entries = q.sqsize.load(Ordering::Relaxed) + 1;
+                    cqe.sq_head = (q.consumed.load(Ordering::Relaxed) % entries) as u16;
                     r.and_then(|()| wire::write_pdu(&mut w, &Pdu::CapsuleResp(cqe), d, &[]))
                 }
                 Out::R2T { cccid, ttag, len } => wire::write_pdu(
@@ -403,6 +415,19 @@ impl Conn {
     /// A command capsule and its in-capsule data.
     fn command(&mut self, sqe: Sqe, data: Vec<u8>) -> Result<(), Stop> {
         self.consumed.fetch_add(1, Ordering::Relaxed);
+        // A host keeps at most its queue's entries outstanding (before
+        // Connect: the Connect itself); more is a protocol violation that
+        // would let one host hold unbounded memory here.
+        let limit = match self.qid {
+            Some(_) => self.sqsize.load(Ordering::Relaxed) + 1,
+            None => 1,
+        };
+        if self.outstanding.fetch_add(1, Ordering::Relaxed) >= limit {
+            return Err(fatal(
+                tcp::FES_DATA_LIMIT,
+                format!("more than {limit} commands outstanding on a {limit}-entry queue"),
+            ));
+        }
         let fabric = sqe.opcode() == fabrics::OPCODE;
         let writes = if fabric {
             FabricsCmd::fctype(&sqe) & 1 == 1
