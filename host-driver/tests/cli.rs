@@ -246,3 +246,59 @@ fn a_kv_dir_that_is_a_file_is_a_clear_error() {
     assert!(err.contains("not-a-dir"), "{err}");
     assert_eq!(std::fs::read(&file).unwrap(), b"x", "nothing overwritten");
 }
+
+/// `instinfer serve` as a process: prints its address, serves `identify
+/// --device tcp://…`, refuses a port in use and bad arguments with 2.
+#[test]
+fn serve_and_identify_over_nvme_tcp() {
+    use std::io::{BufRead, BufReader};
+    let mut serve = bin()
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--quiet",
+            "--namespace-mib",
+            "1",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(serve.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line.trim().to_string();
+    let url = format!("tcp://{addr}/{}", host_driver::fabric::DEFAULT_NQN);
+    let o = bin()
+        .args(["identify", "--json", "--device", &url])
+        .output()
+        .unwrap();
+    let busy = bin()
+        .args(["serve", "--listen", &addr, "--quiet"])
+        .output()
+        .unwrap();
+    let wrong = bin()
+        .args(["identify", "--device", &format!("tcp://{addr}/nqn.x:none")])
+        .output()
+        .unwrap();
+    let _ = serve.kill();
+    let _ = serve.wait();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["page_size"], 16384, "{v}");
+    assert_eq!(busy.status.code(), Some(2), "{}", stderr(&busy));
+    assert!(stderr(&busy).contains("in use"), "{}", stderr(&busy));
+    assert_eq!(wrong.status.code(), Some(1));
+    assert!(
+        stderr(&wrong).contains("no subsystem of that NQN"),
+        "{}",
+        stderr(&wrong)
+    );
+    let bad = bin()
+        .args(["identify", "--device", "tcp://h:x/n"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("port"), "{}", stderr(&bad));
+}

@@ -161,6 +161,7 @@ fn connects_are_checked() {
         e.contains("0x10100"),
         "invalid SUBNQN at data offset 256: {e}"
     );
+    assert!(e.contains("no subsystem of that NQN"), "{e}");
     let e = NvmeTcp::connect(&TcpUrl {
         addr: "127.0.0.1:1".into(),
         nqn: "x".into(),

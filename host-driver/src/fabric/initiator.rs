@@ -399,13 +399,26 @@ impl Admin {
 fn ok(what: &str, cqe: &Cqe) -> Result<(), TransportError> {
     let s = cqe.status();
     if s.is_success() {
-        Ok(())
-    } else {
-        Err(TransportError::Setup(format!(
-            "{what}: {s} (dw0 {:#x})",
-            cqe.dw0
-        )))
+        return Ok(());
     }
+    // Connect Invalid Parameters names the refused field in dw0.
+    let field = if s.same_code(&fabrics::CONNECT_INVALID_PARAMETERS) {
+        match ((cqe.dw0 >> 16) & 1, cqe.dw0 as u16) {
+            (1, ConnectData::SUBNQN_OFFSET) => ": the target serves no subsystem of that NQN",
+            (1, ConnectData::HOSTNQN_OFFSET) => ": the target refused this host NQN",
+            (1, 16) => ": no such controller",
+            (0, 44) => ": queue size refused",
+            _ => "",
+        }
+    } else if s.same_code(&fabrics::CONNECT_INVALID_HOST) {
+        ": this host may not use that controller"
+    } else {
+        ""
+    };
+    Err(TransportError::Setup(format!(
+        "{what}: {s} (dw0 {:#x}){field}",
+        cqe.dw0
+    )))
 }
 
 fn connect_data(
