@@ -58,9 +58,9 @@ fn start_target() -> Result<Child, String> {
 }
 
 /// Connects the kernel host; returns the controller instance number.
-fn kernel_connect(port: u16, nqn: &str, kato_s: u32) -> Result<u32, String> {
+fn kernel_connect(port: u16, nqn: &str, kato_s: u32, extra: &str) -> Result<u32, String> {
     let opts = format!(
-        "nqn={nqn},transport=tcp,traddr=127.0.0.1,trsvcid={port},hostnqn={HOSTNQN},keep_alive_tmo={kato_s}"
+        "nqn={nqn},transport=tcp,traddr=127.0.0.1,trsvcid={port},hostnqn={HOSTNQN},keep_alive_tmo={kato_s}{extra}"
     );
     let mut f = std::fs::OpenOptions::new()
         .read(true)
@@ -190,7 +190,7 @@ pub(crate) fn fabric_path() -> Result<(), String> {
 
 fn kernel_host_on_our_target() -> Result<(), String> {
     let start = Instant::now();
-    let inst = kernel_connect(4420, NQN, 2)?;
+    let inst = kernel_connect(4420, NQN, 2, "")?;
     let (_blk, chr) = namespaces(inst)?;
     println!(
         "guest-test nvme-tcp: the kernel host connected to instinfer serve as nvme{inst} ({:.2} s): {} and {}",
@@ -229,16 +229,20 @@ fn kernel_host_on_our_target() -> Result<(), String> {
     drop(dev);
     // Disconnect and reconnect: a fresh controller, the same device.
     kernel_disconnect(inst)?;
-    let inst = kernel_connect(4420, NQN, 5)?;
+    let inst = kernel_connect(4420, NQN, 5, "")?;
     let (_, chr) = namespaces(inst)?;
     let ioctl = LinuxNvme::new(Device::open(&chr).map_err(|e| e.to_string())?);
-    compare(
-        "ioctl after reconnect",
-        ioctl,
-        SimTransport::new(16384).map_err(|e| e.to_string())?,
-    )?;
+    let sim = SimTransport::new(16384).map_err(|e| e.to_string())?;
+    compare("ioctl after reconnect", ioctl, sim)?;
     kernel_disconnect(inst)?;
     println!("guest-test nvme-tcp: disconnect and reconnect ok");
+    // Header and data digests: the kernel's CRC32C against ours.
+    let inst = kernel_connect(4420, NQN, 5, ",hdr_digest,data_digest")?;
+    let (_, chr) = namespaces(inst)?;
+    let ioctl = LinuxNvme::new(Device::open(&chr).map_err(|e| e.to_string())?);
+    let sim = SimTransport::new(16384).map_err(|e| e.to_string())?;
+    compare("ioctl, header and data digests", ioctl, sim)?;
+    kernel_disconnect(inst)?;
     Ok(())
 }
 
@@ -274,7 +278,15 @@ fn nvmet_target() -> Result<(), String> {
 fn initiator_on_nvmet() -> Result<(), String> {
     nvmet_target()?;
     let url = TcpUrl::parse(&format!("tcp://127.0.0.1:4421/{PEER_NQN}"))?;
-    let t = NvmeTcp::connect(&url).map_err(|e| format!("connecting to nvmet-tcp: {e}"))?;
+    // Header and data digests on: nvmet checks our CRC32C, we check its.
+    let o = host_driver::fabric::initiator::TcpOptions {
+        digests: proto::tcp::Digests {
+            header: true,
+            data: true,
+        },
+        ..Default::default()
+    };
+    let t = NvmeTcp::connect_with(&url, &o).map_err(|e| format!("connecting to nvmet-tcp: {e}"))?;
     let (mut t, plain) = match probe(t).map_err(|e| e.to_string())? {
         Drive::Plain(t, p) => (t, p),
         Drive::InstCsd(_) => return Err("nvmet-tcp probed as an InstCSD".into()),
@@ -322,7 +334,7 @@ fn initiator_on_nvmet() -> Result<(), String> {
         return Err("nvmet accepted a vendor command".into());
     }
     println!(
-        "guest-test nvme-tcp: our initiator on nvmet-tcp: Write/Read of {lba} B .. 1 MiB read back; vendor opcode refused with {}",
+        "guest-test nvme-tcp: our initiator on nvmet-tcp (header and data digests): Write/Read of {lba} B .. 1 MiB read back; vendor opcode refused with {}",
         r.cqe.status()
     );
     Ok(())

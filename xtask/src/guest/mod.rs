@@ -26,8 +26,10 @@ use crate::cargo;
 use cpio::Entry;
 
 /// Modules the guest loads (dependencies are added).
-const MODULES: [&str; 9] = [
+const MODULES: [&str; 10] = [
     "crc64_rocksoft_generic",
+    // NVMe/TCP header and data digests (CRC32C) on both kernel sides.
+    "crc32c_generic",
     "crct10dif_generic",
     "nvme",
     "vfio_iommu_type1",
