@@ -10,6 +10,7 @@
 //! | [`SsdOffload`] | on the host, with the KV cache on a plain NVMe drive (standard Read/Write) |
 
 mod error;
+mod gpu_staged;
 mod host_dense;
 mod in_storage;
 pub(crate) mod lengths;
@@ -17,6 +18,7 @@ mod rotation;
 mod ssd_offload;
 
 pub use error::BackendError;
+pub use gpu_staged::GpuStaged;
 pub use host_dense::{Arithmetic, GuardStats, HostDense};
 pub use in_storage::InStorage;
 pub use rotation::Rotation;

@@ -5,6 +5,7 @@ mod attend;
 mod bench;
 mod demo;
 mod eval;
+mod gpu;
 mod guard;
 mod identify;
 mod model;
@@ -44,6 +45,8 @@ enum Command {
     /// Benchmarks.
     #[command(subcommand)]
     Bench(bench::Command),
+    /// The GPU and which peer-to-peer DMA paths to a drive this machine accepts.
+    Gpu(gpu::Args),
     /// Serve the simulated CSD as an NVMe/TCP target (kernel `nvme connect`, `--device tcp://…`).
     Serve(serve::Args),
 }
@@ -60,6 +63,7 @@ pub fn run(cli: Cli) -> Result<(), RunError> {
         Command::Demo(a) => demo::run(a),
         Command::Bench(c) => bench::run(c),
         Command::Serve(a) => serve::run(a),
+        Command::Gpu(a) => gpu::run(a),
     }
 }
 

@@ -10,6 +10,7 @@
 //! | [`npy`] | NumPy `.npy` files (the CLI's array format) |
 //! | [`run`] | the CLI's jobs as library functions: attend, demo, bench |
 //! | [`solid`] | SolidAttention: the KV cache on a plain SSD, block-sparse attention on the host with prefetch (Linux) |
+//! | [`dma`] | where command data lives (host or GPU memory) and how the device reaches it (peer to peer or bounce) |
 //! | [`fabric`] | NVMe/TCP: the CSD as a target (`instinfer serve`) and the host's initiator |
 //! | [`cost`] | the paper's systems in a cost model, the CSD side measured on the simulated board |
 #![forbid(unsafe_code)]
@@ -18,6 +19,7 @@ pub mod array;
 pub mod backend;
 pub mod cost;
 pub mod csd;
+pub mod dma;
 pub mod fabric;
 pub mod measure;
 pub mod npy;

@@ -22,6 +22,7 @@ pub mod bench;
 pub mod bench_fabric;
 pub mod bench_host;
 pub mod bench_model;
+pub mod bench_p2p;
 pub mod bench_paper;
 #[cfg(target_os = "linux")]
 pub mod bench_solid;

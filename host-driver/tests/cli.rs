@@ -302,3 +302,39 @@ fn serve_and_identify_over_nvme_tcp() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("port"), "{}", stderr(&bad));
 }
+
+/// Without a GPU (or without the `cuda` feature), `run --gpu` says why and
+/// exits 2; `--placement` on a drive without a GPU model is refused; `gpu`
+/// reports every path.
+#[test]
+fn gpu_paths_explain_themselves_without_a_gpu() {
+    let report = bin().arg("gpu").output().unwrap();
+    assert!(report.status.success(), "{}", stderr(&report));
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(text.contains("dma-buf export"), "{text}");
+    assert!(text.contains("passthrough"), "{text}");
+    let bad = bin()
+        .args([
+            "run",
+            "--placement",
+            "gpu-p2p",
+            "--device",
+            "qemu:zynqmp",
+            "--max-tokens",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("--placement"), "{}", stderr(&bad));
+    let wrong = bin().args(["run", "--placement", "gpu"]).output().unwrap();
+    assert_eq!(wrong.status.code(), Some(2));
+    if text.contains("GPU                ") && text.contains("not tried") {
+        let gpu = bin()
+            .args(["run", "--gpu", "--max-tokens", "1"])
+            .output()
+            .unwrap();
+        assert_eq!(gpu.status.code(), Some(2), "{}", stderr(&gpu));
+        assert!(stderr(&gpu).contains("--gpu:"), "{}", stderr(&gpu));
+    }
+}

@@ -4,7 +4,8 @@
 //!   the OpenSSD boards (`armv7a-none-eabi`: Cosmos+ Cortex-A9,
 //!   `aarch64-unknown-none`: Daisyplus Cortex-A53).
 //! - `cargo xtask ci` — what CI runs: formatting, clippy, the test suite
-//!   (the README's test command), the firmware cross-builds (the no_std
+//!   (the README's test command), the `cuda` feature's build and tests,
+//!   the firmware cross-builds (the no_std
 //!   crates, both OpenSSD board images, the C ABI for
 //!   `x86_64-unknown-none`), both QEMU boards' end-to-end tests, the
 //!   guest test of the Linux NVMe transports, and the engine's Verilog
@@ -88,6 +89,23 @@ fn ci() -> Result<(), String> {
         "warnings",
     ])?;
     cargo(&["test", "--workspace"])?;
+    // GPU memory through CUDA: builds without the toolkit (the driver is
+    // loaded at run time); on a machine without a GPU its tests check
+    // that every path reports the missing driver instead of panicking.
+    cargo(&[
+        "clippy",
+        "-p",
+        "instinfer-gpu",
+        "-p",
+        "host-driver",
+        "--features",
+        "instinfer-gpu/cuda,host-driver/cuda",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ])?;
+    cargo(&["test", "-p", "instinfer-gpu", "--features", "cuda"])?;
     firmware()?;
     for board in ["zynqmp", "zynq7000"] {
         qemu::test(board)?;

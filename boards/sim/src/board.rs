@@ -19,7 +19,7 @@ use crate::engine::SimEngine;
 use crate::error::{NandError, SimError};
 use crate::host_memory::HostMemory;
 use crate::nand::NandSim;
-use crate::pcie::{Dma, PcieLink};
+use crate::pcie::{CopyEngine, Dma, PcieLink};
 use crate::queues::QueueEngine;
 
 /// The simulated board.
@@ -31,6 +31,7 @@ pub struct SimBoard {
     queues: QueueEngine,
     nand: NandSim,
     engine: SimEngine,
+    copy: CopyEngine,
 }
 
 impl SimBoard {
@@ -40,11 +41,35 @@ impl SimBoard {
         Self {
             clock: VirtualClock::new(),
             mem: HostMemory::new(),
-            link: PcieLink::new(cfg.pcie),
+            link: {
+                let mut l = PcieLink::new(cfg.pcie);
+                l.set_switch_latency(cfg.gpu.switch_latency_ns);
+                l
+            },
             queues: QueueEngine::new(cfg.queues),
             nand: NandSim::new(cfg.geometry, cfg.nand, &cfg.bad_blocks),
             engine: SimEngine::new(cfg.engine),
+            copy: CopyEngine::new(cfg.gpu),
         }
+    }
+
+    /// A host-side copy of `len` bytes between GPU memory and host DRAM on
+    /// the GPU's link (the bounce of a GPU buffer through host memory):
+    /// the board's clock moves to the copy's end, since the command that
+    /// needs the data cannot start before it (or its result is not in GPU
+    /// memory before it).
+    pub fn gpu_copy(&mut self, from: u64, to: u64, len: usize) -> Result<(), SimError> {
+        let mut buf = vec![0u8; len];
+        self.mem.read(from, &mut buf)?;
+        self.mem.write(to, &buf)?;
+        let end = self.copy.copy(self.clock.now_ns(), len);
+        self.clock.advance_to(end);
+        Ok(())
+    }
+
+    /// The bounce copy engine (bytes, copies, busy time).
+    pub fn copy_engine(&self) -> &CopyEngine {
+        &self.copy
     }
 
     /// Host memory (the host side of the simulation writes its buffers

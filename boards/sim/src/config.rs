@@ -6,7 +6,7 @@ use ftl::{BlockAddr, Geometry};
 
 use crate::engine::EngineModel;
 use crate::nand::NandTiming;
-use crate::pcie::PcieModel;
+use crate::pcie::{GpuModel, PcieModel};
 use crate::queues::QueueLimits;
 
 /// Configuration of a simulated board.
@@ -36,6 +36,9 @@ pub struct SimConfig {
     pub bad_blocks: Vec<BlockAddr>,
     /// Largest transfer of one command. Model choice: 2 MiB.
     pub mdts_bytes: u32,
+    /// The GPU beside the drive: switch latency of peer-to-peer DMA and
+    /// the GPU's own link for bounce copies (see [`GpuModel`]).
+    pub gpu: GpuModel,
 }
 
 impl SimConfig {
@@ -52,6 +55,7 @@ impl SimConfig {
             max_streams: 1 << 16,
             bad_blocks: Vec::new(),
             mdts_bytes: 2 << 20,
+            gpu: GpuModel::default(),
         }
     }
 

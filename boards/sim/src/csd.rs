@@ -85,6 +85,23 @@ impl SimCsd {
         self.dev.board().pcie().counters()
     }
 
+    /// Copies `len` bytes between GPU memory and host DRAM on the GPU's
+    /// link, in virtual time (see [`SimBoard::gpu_copy`]).
+    pub fn gpu_copy(&mut self, from: u64, to: u64, len: usize) -> Result<(), SimError> {
+        self.dev.board_mut().gpu_copy(from, to, len)
+    }
+
+    /// Bounce copies so far.
+    pub fn copy_engine(&self) -> &crate::pcie::CopyEngine {
+        self.dev.board().copy_engine()
+    }
+
+    /// Bytes moved through host DRAM and GPU memory (host code, device
+    /// DMA and copies).
+    pub fn host_memory_counters(&self) -> crate::host_memory::HostMemoryCounters {
+        self.dev.board().memory().counters()
+    }
+
     /// Controller fatal status (CSTS.CFS).
     pub fn fatal(&self) -> bool {
         self.dev.board().queues().fatal()

@@ -20,14 +20,28 @@ const PAGE: u64 = HOST_PAGE as u64;
 const SCATTER_BASE: u64 = 0x1_0000_0000;
 /// Start of the contiguous window.
 const CONTIG_BASE: u64 = 0x80_0000_0000;
+/// Start of the GPU memory window: a GPU's memory as its BAR exposes it
+/// behind the PCIe switch the drive shares with it (peer-to-peer DMA).
+pub const GPU_BASE: u64 = 0x100_0000_0000;
+/// Size of the GPU window (model choice: 64 GiB of BAR).
+pub const GPU_WINDOW: u64 = 64 << 30;
+
+/// Whether `addr` lies in the GPU memory window.
+pub const fn is_gpu(addr: u64) -> bool {
+    addr >= GPU_BASE && addr < GPU_BASE + GPU_WINDOW
+}
 
 /// Bytes moved through [`HostMemory`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HostMemoryCounters {
-    /// Bytes read (by host code or device DMA).
+    /// Bytes of host DRAM read (by host code, device DMA or a copy).
     pub bytes_read: u64,
-    /// Bytes written.
+    /// Bytes of host DRAM written.
     pub bytes_written: u64,
+    /// Bytes of GPU memory read (by the GPU's producer, peer DMA or a copy).
+    pub gpu_bytes_read: u64,
+    /// Bytes of GPU memory written.
+    pub gpu_bytes_written: u64,
 }
 
 /// Sparse host memory.
@@ -36,6 +50,7 @@ pub struct HostMemory {
     pages: HashMap<u64, Box<[u8; HOST_PAGE]>>,
     next_scatter: u64,
     next_contig: u64,
+    next_gpu: u64,
     counters: HostMemoryCounters,
 }
 
@@ -67,6 +82,18 @@ impl HostMemory {
         let base = CONTIG_BASE + self.next_contig * PAGE;
         // One guard page after the region.
         self.next_contig += n + 1;
+        for i in 0..n {
+            self.map(base + i * PAGE);
+        }
+        base
+    }
+
+    /// Maps `ceil(len / 4 KiB)` zeroed pages of GPU memory, contiguous in
+    /// the GPU window, and returns the first address; a guard page follows.
+    pub fn alloc_gpu(&mut self, len: usize) -> u64 {
+        let n = len.div_ceil(HOST_PAGE).max(1) as u64;
+        let base = GPU_BASE + self.next_gpu * PAGE;
+        self.next_gpu += n + 1;
         for i in 0..n {
             self.map(base + i * PAGE);
         }
@@ -111,7 +138,11 @@ impl HostMemory {
             buf[done..done + n].copy_from_slice(&page[off..off + n]);
             done += n;
         }
-        self.counters.bytes_read += buf.len() as u64;
+        if is_gpu(addr) {
+            self.counters.gpu_bytes_read += buf.len() as u64;
+        } else {
+            self.counters.bytes_read += buf.len() as u64;
+        }
         Ok(())
     }
 
@@ -131,7 +162,11 @@ impl HostMemory {
             page[off..off + n].copy_from_slice(&data[done..done + n]);
             done += n;
         }
-        self.counters.bytes_written += data.len() as u64;
+        if is_gpu(addr) {
+            self.counters.gpu_bytes_written += data.len() as u64;
+        } else {
+            self.counters.bytes_written += data.len() as u64;
+        }
         Ok(())
     }
 
@@ -230,8 +265,19 @@ mod tests {
             m.counters(),
             HostMemoryCounters {
                 bytes_read: 4,
-                bytes_written: 10
+                bytes_written: 10,
+                ..HostMemoryCounters::default()
             }
         );
+        let g = m.alloc_gpu(3 * HOST_PAGE);
+        assert!(is_gpu(g) && !is_gpu(p));
+        m.write(g + 100, &[5; 8192]).unwrap();
+        assert_eq!(m.counters().gpu_bytes_written, 8192);
+        assert_eq!(
+            m.counters().bytes_written,
+            10,
+            "GPU memory is not host DRAM"
+        );
+        assert!(m.read(g + 3 * PAGE, &mut [0]).is_err(), "guard page");
     }
 }

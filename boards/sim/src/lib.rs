@@ -8,7 +8,7 @@
 //! | --- | --- |
 //! | [`clock`] | virtual time and per-resource busy bookkeeping |
 //! | [`host_memory`] | sparse, scattered host memory at bus addresses |
-//! | [`pcie`] | the PCIe link as a timed DMA resource |
+//! | [`pcie`] | the PCIe link as a timed DMA resource; peer-to-peer DMA to a GPU behind a switch, and the GPU's bounce copies |
 //! | [`queues`] | the NVMe queue engine: admin/I/O queues, doorbells, queue management |
 //! | [`nand`] | the flash: page store, program/erase rules, die and bus timing, NFC filters |
 //! | [`engine`] | the attention engine's cycle model over `SoftEngine` |
@@ -35,7 +35,7 @@ pub use config::SimConfig;
 pub use csd::SimCsd;
 pub use engine::{EngineModel, EngineUnit, EngineWork, SimEngine};
 pub use error::{NandError, SimError};
-pub use host_memory::{HOST_PAGE, HostMemory, HostMemoryCounters};
+pub use host_memory::{GPU_BASE, HOST_PAGE, HostMemory, HostMemoryCounters, is_gpu};
 pub use nand::{CHARGING_RULE, NandCounters, NandSim, NandTiming};
-pub use pcie::{PcieCounters, PcieLink, PcieModel};
+pub use pcie::{CopyEngine, GpuModel, PcieCounters, PcieLink, PcieModel};
 pub use queues::{QueueEngine, QueueLimits};

@@ -11,6 +11,9 @@ pub enum BackendError {
     /// The device failed.
     #[error(transparent)]
     Device(#[from] CsdError),
+    /// GPU memory failed.
+    #[error("GPU: {0}")]
+    Gpu(String),
     /// The reference rejected its inputs.
     #[error("attention: {0}")]
     Attention(#[from] attention::error::AttentionError),

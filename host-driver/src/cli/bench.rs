@@ -24,6 +24,26 @@ pub enum Command {
     /// serve` processes on loopback) sharing the heads, against the same
     /// boards in process (wall; virtual for in-process).
     Fabric(FabricArgs),
+    /// Layer-wise prefill and decode with q/k/v/outputs in host memory, in
+    /// GPU memory peer to peer, and bounced (simulated board, virtual time).
+    P2p(P2pArgs),
+}
+
+/// Arguments of `bench p2p`.
+#[derive(Debug, clap::Args)]
+pub struct P2pArgs {
+    /// Sequences.
+    #[arg(long, default_value_t = 4)]
+    seqs: u32,
+    /// Prompt tokens per sequence.
+    #[arg(long, default_value_t = 1024)]
+    prompt: usize,
+    /// Decode steps.
+    #[arg(long, default_value_t = 16)]
+    steps: usize,
+    /// Flash page size, bytes.
+    #[arg(long, default_value = "16384", value_parser = super::page_size_parser())]
+    page_size: String,
 }
 
 /// Arguments of `bench fabric`.
@@ -177,6 +197,17 @@ pub fn run(c: Command) -> Result<(), RunError> {
     match c {
         Command::Solid(a) => solid(a),
         Command::Fabric(a) => fabric(a),
+        Command::P2p(a) => {
+            use host_driver::run::bench_p2p::{P2pParams, run_p2p_bench};
+            let p = P2pParams {
+                seqs: a.seqs,
+                prompt: a.prompt,
+                steps: a.steps,
+                page_size: super::page_size(&a.page_size),
+            };
+            println!("{}", run_p2p_bench(&p)?);
+            Ok(())
+        }
         Command::Trace(a) => {
             let text = std::fs::read_to_string(&a.text)
                 .map_err(|e| RunError::Input(format!("{}: {e}", a.text.display())))?;

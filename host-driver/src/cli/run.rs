@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use host_driver::dma::Placement;
 use host_driver::policy::{Compression, Policy, Selection};
 use host_driver::run::RunError;
 use host_driver::run::generate::{RunBackend, RunParams, run_generation};
@@ -47,6 +48,15 @@ pub struct Args {
     /// `vfio:<PCI address>` or an NVMe/TCP target (`tcp://HOST:PORT/NQN`).
     #[arg(long, default_value = "sim", value_parser = super::device_parser)]
     device: DeviceSpec,
+    /// Where q, k, v and the outputs live on the simulated drive: `host`,
+    /// or its modelled GPU memory reached peer to peer (`gpu-p2p`) or
+    /// through a host bounce buffer (`gpu-bounce`).
+    #[arg(long, default_value = "host", value_parser = Placement::parse)]
+    placement: Placement,
+    /// Pass q, k, v and the outputs through buffers on GPU 0 (needs the
+    /// `cuda` feature and an NVIDIA driver; says why not otherwise).
+    #[arg(long)]
+    gpu: bool,
     #[command(flatten)]
     ssd: super::ssd::SsdArgs,
     #[command(flatten)]
@@ -77,7 +87,16 @@ pub fn run(a: Args) -> Result<(), RunError> {
         device: a.device,
         ssd: a.ssd.setup(Budget::Default)?,
         kv_name: kv_name(a.model.as_deref()),
+        placement: a.placement,
+        gpu: a.gpu,
     };
+    if p.placement != Placement::Host && p.device != DeviceSpec::Sim {
+        return Err(RunError::Input(format!(
+            "--placement {} models GPU memory on the simulated drive; {} has none (see `instinfer gpu`)",
+            p.placement.name(),
+            p.device
+        )));
+    }
     let mut out = std::io::stdout();
     let summary = run_generation(&model, &p, |piece| {
         print!("{piece}");

@@ -78,6 +78,9 @@ pub struct Hardware {
     pub host_kv_capacity: Param,
     /// Throughput of KV that spilled to swap, B/s.
     pub swap_bw: Param,
+    /// Fixed cost of one GPU ↔ host copy (the bounce when the CSDs cannot
+    /// reach GPU memory peer to peer), s.
+    pub bounce_copy_latency: Param,
 }
 
 impl Default for Hardware {
@@ -118,6 +121,10 @@ impl Default for Hardware {
                 0.8e9,
                 "assumption: 4 KiB page faults served from the SSD by the kernel's swap",
             ),
+            bounce_copy_latency: p(
+                10e-6,
+                "assumption: one cudaMemcpy call and its synchronization (the simulated board's GpuModel uses the same 10 us)",
+            ),
         }
     }
 }
@@ -137,6 +144,7 @@ impl Hardware {
             ("ssd_write", self.ssd_write),
             ("host_kv_capacity", self.host_kv_capacity),
             ("swap_bw", self.swap_bw),
+            ("bounce_copy_latency", self.bounce_copy_latency),
         ]
     }
 }

@@ -21,4 +21,4 @@ pub mod trace;
 
 pub use csd::{CsdPoint, CsdProfile, KvSource, profile_csd};
 pub use hw::{Hardware, ModelShape, Param};
-pub use systems::{StepTime, System, Workload, throughput};
+pub use systems::{DataPaths, StepTime, System, Workload, instinfer_data_paths, throughput};

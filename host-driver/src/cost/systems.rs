@@ -222,6 +222,64 @@ fn prefill(
     Some(compute.max(store))
 }
 
+/// InstInfer's data movement between GPU and CSDs, peer to peer (what
+/// the paper's system does) against a bounce through host memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DataPaths {
+    /// Prefill with the KV sent peer to peer (s).
+    pub prefill_p2p_s: f64,
+    /// Prefill with the KV copied GPU → host, then host → CSDs (s).
+    pub prefill_bounce_s: f64,
+    /// Host DRAM bytes of the prefill's KV, peer to peer (0) and bounced
+    /// (written by the copy, read by the CSDs: twice the KV).
+    pub prefill_dram_bounce_bytes: f64,
+    /// Decode step at the prompt length, peer to peer (s).
+    pub step_p2p_s: f64,
+    /// The same with q, the new KV and the outputs bounced (s).
+    pub step_bounce_s: f64,
+}
+
+/// [`DataPaths`] of InstInfer on `w`. The bounce model: the prefill's KV is
+/// copied layer by layer on the GPU link (one copy per layer, overlapped
+/// with the CSDs storing the previous layer: the longer of the two, plus
+/// one layer's copy to fill the pipeline); a decode step copies q and the
+/// new KV to host memory and the outputs back, one copy each way per layer,
+/// before and after the CSDs' work.
+pub fn instinfer_data_paths(
+    compression: Option<f64>,
+    csds: usize,
+    hw: &Hardware,
+    m: &ModelShape,
+    csd: &CsdProfile,
+    w: &Workload,
+) -> Option<DataPaths> {
+    let sys = System::InstInfer { compression, csds };
+    let b = w.batch as f64;
+    let layers = m.layers as f64;
+    let compute =
+        2.0 * m.params * b * w.prompt as f64 / (hw.gpu_flops.value * hw.gpu_efficiency.value);
+    let kv = b * w.prompt as f64 * m.kv_bytes_per_token();
+    let heads = m.heads.div_ceil(csds.max(1));
+    let store = csd.at(heads, compression, w.prompt, |p| p.append_s_per_seq())?
+        * (m.layers * w.batch) as f64;
+    let copy = kv / hw.pcie_gpu.value + layers * hw.bounce_copy_latency.value;
+    let prefill_p2p_s = compute.max(store);
+    let prefill_bounce_s = compute.max(store.max(copy) + copy / layers);
+    let p2p = step(sys, hw, m, csd, w.batch, w.prompt, w)?;
+    // q (fp16), new K and V (fp16) in, outputs (f32) out, for every head.
+    let per_step = b * layers * m.heads as f64 * m.head_dim as f64 * (2.0 + 4.0 + 4.0);
+    let extra = per_step / hw.pcie_gpu.value + 2.0 * layers * hw.bounce_copy_latency.value;
+    let g = p2p.compute_s;
+    let c = p2p.kv_s + extra;
+    Some(DataPaths {
+        prefill_p2p_s,
+        prefill_bounce_s,
+        prefill_dram_bounce_bytes: 2.0 * kv,
+        step_p2p_s: p2p.total_s,
+        step_bounce_s: g.max(c) + g.min(c) / SUB_BATCHES,
+    })
+}
+
 /// Context lengths the decode is sampled at.
 const STEP_SAMPLES: usize = 16;
 
@@ -333,6 +391,18 @@ mod tests {
                 .tokens_per_s
         };
         assert!(t(16) > 5.0 * t(32), "{} vs {}", t(16), t(32));
+    }
+
+    #[test]
+    fn a_bounce_never_beats_peer_to_peer() {
+        let (hw, m) = (Hardware::default(), ModelShape::OPT_13B);
+        let d = instinfer_data_paths(None, 1, &hw, &m, &profile(2_000_000), &W).unwrap();
+        assert!(d.prefill_bounce_s >= d.prefill_p2p_s);
+        assert!(d.step_bounce_s > d.step_p2p_s);
+        assert_eq!(
+            d.prefill_dram_bounce_bytes,
+            2.0 * 64.0 * 1024.0 * m.kv_bytes_per_token()
+        );
     }
 
     #[test]

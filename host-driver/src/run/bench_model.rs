@@ -142,6 +142,8 @@ pub fn run_model_bench(model: &Model, p: &ModelBenchParams) -> Result<ModelBench
             device: crate::transport::DeviceSpec::Sim,
             ssd: super::ssd::SsdSetup::in_dir(std::env::temp_dir()),
             kv_name: "bench".into(),
+            placement: crate::dma::Placement::Host,
+            gpu: false,
         };
         // Generation may stop early at end-of-text; the rates use what ran.
         let summary = run_generation(model, &run, |_| {})?;

@@ -14,7 +14,7 @@ use super::plot::{Series, lines};
 use super::{RunError, input};
 use crate::cost::csd::{CsdSpec, profile_csd};
 use crate::cost::systems::{JobTime, System, Workload, throughput};
-use crate::cost::{CsdProfile, Hardware, KvSource, ModelShape};
+use crate::cost::{CsdProfile, Hardware, KvSource, ModelShape, instinfer_data_paths};
 
 /// Which figure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,16 +29,19 @@ pub enum Figure {
     Compression,
     /// Flash channel utilization during decode attention.
     Channels,
+    /// Peer-to-peer GPU ↔ CSD transfers against a bounce through host memory.
+    P2p,
 }
 
 impl Figure {
     /// Every figure.
-    pub const ALL: [Figure; 5] = [
+    pub const ALL: [Figure; 6] = [
         Figure::Throughput,
         Figure::Breakdown,
         Figure::Csds,
         Figure::Compression,
         Figure::Channels,
+        Figure::P2p,
     ];
 
     /// Its name (file stem and CLI value).
@@ -49,6 +52,7 @@ impl Figure {
             Self::Csds => "csds",
             Self::Compression => "compression",
             Self::Channels => "channels",
+            Self::P2p => "p2p",
         }
     }
 
@@ -150,6 +154,11 @@ fn specs(p: &PaperParams, m: &ModelShape) -> Vec<CsdSpec> {
                 for c in COMPRESSIONS {
                     add(m.heads, Some(c), &ends);
                 }
+            }
+            Figure::P2p => {
+                add(m.heads, None, &ends);
+                add(m.heads, Some(SPARSE), &ends);
+                add(m.heads.div_ceil(2), Some(SPARSE), &ends);
             }
         }
     }
@@ -323,6 +332,47 @@ fn fig_breakdown(c: &mut Ctx<'_>) -> Result<(), RunError> {
         false,
         false,
     )
+}
+
+/// P2P vs bounce for InstInfer's prefill and decode (p2p.csv).
+fn fig_p2p(c: &mut Ctx<'_>) -> Result<(), RunError> {
+    let mut csv = String::from(
+        "system,batch,prefill_p2p_s,prefill_bounce_s,prefill_host_dram_bounce_gb,step_p2p_ms,step_bounce_ms\n",
+    );
+    let _ = writeln!(
+        c.report,
+        "GPU <-> CSD data path, peer to peer vs bounce through host memory (p2p.csv; model, the CSD side simulated):"
+    );
+    for (compression, csds) in [(None, 1), (Some(SPARSE), 1), (Some(SPARSE), 2)] {
+        let name = inst(compression, csds).name();
+        for batch in [16usize, 64, 256] {
+            let d = instinfer_data_paths(compression, csds, &c.hw, &c.m, c.csd, &workload(batch))
+                .ok_or_else(|| input(format!("no simulated CSD point for {name}")))?;
+            let _ = writeln!(
+                csv,
+                "{name},{batch},{:.3},{:.3},{:.1},{:.3},{:.3}",
+                d.prefill_p2p_s,
+                d.prefill_bounce_s,
+                d.prefill_dram_bounce_bytes / 1e9,
+                d.step_p2p_s * 1e3,
+                d.step_bounce_s * 1e3
+            );
+            if batch == 64 {
+                let _ = writeln!(
+                    c.report,
+                    "  {name}, batch 64: prefill {:.2} s P2P vs {:.2} s bounced (x{:.3}; {:.1} GB through host DRAM avoided), decode step {:.2} ms vs {:.2} ms (x{:.3})",
+                    d.prefill_p2p_s,
+                    d.prefill_bounce_s,
+                    d.prefill_bounce_s / d.prefill_p2p_s,
+                    d.prefill_dram_bounce_bytes / 1e9,
+                    d.step_p2p_s * 1e3,
+                    d.step_bounce_s * 1e3,
+                    d.step_bounce_s / d.step_p2p_s
+                );
+            }
+        }
+    }
+    write(&c.out.join("p2p.csv"), &csv)
 }
 
 fn fig_csds(c: &mut Ctx<'_>) -> Result<(), RunError> {
@@ -511,6 +561,7 @@ pub fn run_paper(p: &PaperParams) -> Result<String, RunError> {
             Figure::Csds => fig_csds(&mut c)?,
             Figure::Compression => fig_compression(&mut c)?,
             Figure::Channels => fig_channels(&mut c)?,
+            Figure::P2p => fig_p2p(&mut c)?,
         }
     }
     let mut params = String::from("name,value,source\n");

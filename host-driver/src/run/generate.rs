@@ -7,8 +7,10 @@ use std::time::{Duration, Instant};
 use model::{Logits, Model};
 
 use crate::array::CsdArray;
+use crate::backend::GpuStaged;
 use crate::backend::{AttentionBackend, HostDense, InStorage, ModelShape};
 use crate::csd::{CsdError, Drive, probe};
+use crate::dma::{DmaStats, Placement};
 use crate::measure::PhaseCounters;
 use crate::policy::{Policy, Selection};
 use crate::runner::{BackendAttention, argmax};
@@ -66,6 +68,13 @@ pub struct RunParams {
     pub ssd: SsdSetup,
     /// Name of the KV store file (the model's).
     pub kv_name: String,
+    /// Where q, k, v and the outputs live on the simulated drives: host
+    /// memory, or the board's modelled GPU memory reached peer to peer or
+    /// through a bounce buffer.
+    pub placement: Placement,
+    /// Pass every decode's q, k, v and outputs through buffers on GPU 0
+    /// (needs the `cuda` feature and an NVIDIA driver).
+    pub gpu: bool,
 }
 
 /// What a generation did.
@@ -83,6 +92,12 @@ pub struct RunSummary {
     pub host_offload_pcie_bytes: u64,
     /// What the SSD KV path did (SSD backend only).
     pub ssd: Vec<String>,
+    /// Bytes per DMA path on the simulated drives (prefill and decode),
+    /// with the placement used.
+    pub dma: Option<(Placement, DmaStats)>,
+    /// With `--gpu`: the GPU and the bytes bounced between it and host
+    /// memory.
+    pub gpu: Option<(String, u64)>,
 }
 
 impl RunSummary {
@@ -116,6 +131,22 @@ impl RunSummary {
             ));
         }
         out.extend(self.ssd.iter().cloned());
+        if let Some((name, bytes)) = &self.gpu {
+            out.push(format!(
+                "GPU: q, k, v and outputs in {name} memory; {bytes} bytes bounced through host memory (no peer-to-peer path to this drive)"
+            ));
+        }
+        if let Some((p, d)) = &self.dma {
+            out.push(format!(
+                "DMA ({}): {} bytes peer to peer with GPU memory, {} bytes of drive DMA through host DRAM, {} bytes bounced in {} copies ({:.1} us virtual)",
+                p.name(),
+                d.p2p_bytes,
+                d.device_host_dram_bytes,
+                d.bounce_bytes,
+                d.bounce_copies,
+                d.bounce_busy_ns as f64 / 1e3
+            ));
+        }
         out
     }
 }
@@ -200,7 +231,11 @@ pub fn run_generation(
     let backend: &mut dyn AttentionBackend = match (p.backend, &p.device) {
         (RunBackend::Csd, DeviceSpec::Sim) => {
             check_device_method(policy)?;
-            csd.insert(on_drive(sim_array(p.devices, p.page_size)?, policy))
+            let mut array = sim_array(p.devices, p.page_size)?;
+            for d in array.devices_mut() {
+                d.transport_mut().set_placement(p.placement);
+            }
+            csd.insert(on_drive(array, policy))
         }
         (RunBackend::Csd, spec) => {
             let t = spec.open(p.page_size).map_err(CsdError::from)?;
@@ -231,6 +266,17 @@ pub fn run_generation(
             }
             ssd.insert(build_ssd(&ssd_setup, &p.kv_name, shape, capacity, policy)?)
         }
+    };
+    let mut staged = None;
+    let backend: &mut dyn AttentionBackend = if p.gpu {
+        let gpu = instinfer_gpu::open(0).map_err(|e| {
+            input(format!(
+                "--gpu: {e}; the simulated drive models GPU memory with --placement gpu-p2p or gpu-bounce"
+            ))
+        })?;
+        staged.insert(GpuStaged::new(backend, gpu))
+    } else {
+        backend
     };
     let mut attn = BackendAttention::open(backend, 0, shape, policy)?;
     if !p.chat {
@@ -275,6 +321,18 @@ pub fn run_generation(
         None => None,
     };
     attn.close()?;
+    let gpu = staged
+        .as_ref()
+        .map(|s| (s.gpu().name.clone(), s.bounce_bytes));
+    let dma = csd.as_ref().map(|b| {
+        let total = b
+            .array()
+            .devices()
+            .iter()
+            .map(|d| d.transport().dma_stats())
+            .fold(DmaStats::default(), |a, x| a + x);
+        (p.placement, total)
+    });
     let ssd = ssd_report(ssd.as_ref(), g.tokens.len().saturating_sub(1));
     let s0 = prompt.len() as u64;
     let steps = g.tokens.len().saturating_sub(1) as u64;
@@ -288,6 +346,8 @@ pub fn run_generation(
         device,
         host_offload_pcie_bytes,
         ssd,
+        dma,
+        gpu,
     })
 }
 

@@ -17,6 +17,7 @@ use proto::{Cqe, Opcode, Sqe};
 use super::ring::QueuePair;
 use super::staging::{self, Buffers};
 use super::{DeviceTime, IoData, IoRequest, IoResult, Transport, TransportError};
+use crate::dma::{DmaStats, Placement};
 
 /// Admin opcode: Create I/O Submission Queue.
 const CREATE_IO_SQ: Opcode = Opcode(0x01);
@@ -41,6 +42,8 @@ pub struct SimTransport {
     pending: HashMap<u16, Buffers>,
     /// Completions already taken off the CQ, not yet reaped.
     ready: VecDeque<(u16, IoResult)>,
+    /// Where command data lives.
+    placement: Placement,
 }
 
 impl SimTransport {
@@ -73,6 +76,7 @@ impl SimTransport {
             next_cid: 0,
             pending: HashMap::new(),
             ready: VecDeque::new(),
+            placement: Placement::Host,
         };
         let qsize = u32::from(io_entries - 1) << 16 | u32::from(IO_QID);
         let mut cq = Sqe::new(CREATE_IO_CQ);
@@ -111,12 +115,42 @@ impl SimTransport {
         }
     }
 
+    /// Places the data of the commands submitted from now on (I/O
+    /// commands; admin commands keep theirs in host memory, as a driver
+    /// does): host memory, or the board's GPU window reached peer to peer
+    /// or through a bounce buffer.
+    pub fn set_placement(&mut self, placement: Placement) {
+        self.placement = placement;
+    }
+
+    /// Where command data is placed.
+    pub fn placement(&self) -> Placement {
+        self.placement
+    }
+
+    /// Bytes per path so far.
+    pub fn dma_stats(&self) -> DmaStats {
+        let k = self.dev.pcie_counters();
+        let c = self.dev.copy_engine();
+        DmaStats {
+            device_host_dram_bytes: k.host_dram_bytes(),
+            p2p_bytes: k.p2p_bytes_in + k.p2p_bytes_out,
+            bounce_bytes: c.bytes,
+            bounce_copies: c.copies,
+            bounce_busy_ns: c.busy_ns(),
+        }
+    }
+
     fn stage(&mut self, sqe: &mut Sqe, data: &IoData) -> Result<Buffers, TransportError> {
+        staging::stage_on(&mut self.dev, sqe, data, self.placement)
+    }
+
+    fn stage_admin(&mut self, sqe: &mut Sqe, data: &IoData) -> Result<Buffers, TransportError> {
         staging::stage(self.dev.host_memory(), sqe, data)
     }
 
     fn unstage(&mut self, bufs: Buffers) -> Result<Vec<u8>, TransportError> {
-        staging::unstage(self.dev.host_memory(), bufs)
+        staging::unstage_on(&mut self.dev, bufs)
     }
 
     fn release(&mut self, bufs: &Buffers) {
@@ -195,7 +229,7 @@ impl Transport for SimTransport {
         let cid = self.next_admin_cid;
         self.next_admin_cid = self.next_admin_cid.wrapping_add(1);
         sqe.set_cid(cid);
-        let bufs = self.stage(&mut sqe, &req.data)?;
+        let bufs = self.stage_admin(&mut sqe, &req.data)?;
         let sent = self.write_sqe(true, &sqe).and_then(|()| self.run_device());
         if let Err(e) = sent {
             self.release(&bufs);
