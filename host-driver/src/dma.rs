@@ -4,8 +4,8 @@
 //!   (the device's PRPs point into the GPU's BAR behind a PCIe switch) or
 //!   through a **bounce** buffer in host memory (a copy on the GPU's link
 //!   before the device reads, or after it writes).
-//! - [`HostBuf`]: page-aligned host memory for the transports whose data
-//!   the kernel maps (passthrough ioctls, io_uring): a buffer that starts
+//! - [`HostBuf`]: page-aligned host memory for the transport whose data
+//!   the kernel maps through the passthrough ioctls: a buffer that starts
 //!   on a page boundary spans the fewest pages, which is what the kernel's
 //!   per-command page limit counts.
 //! - [`DmaStats`]: the bytes each path moved, so that a run says how much
@@ -16,7 +16,8 @@
 //! | transport | host memory | GPU memory |
 //! | --- | --- | --- |
 //! | [`crate::transport::SimTransport`] | modelled host DRAM | modelled GPU window: peer to peer, or bounce (both timed) |
-//! | `LinuxNvme`, `UringNvme` | [`HostBuf`] (the kernel pins the pages) | bounce only: the kernel's passthrough maps user pages with `get_user_pages`, which GPU memory is not; see `instinfer_gpu::report` |
+//! | `LinuxNvme` (ioctls) | [`HostBuf`] (the kernel pins the pages) | bounce only: the kernel's passthrough maps user pages with `get_user_pages`, which GPU memory is not; see `instinfer_gpu::report` |
+//! | `UringNvme` | its own buffers, held while in flight (the kernel pins the pages) | bounce only, as above |
 //! | `VfioNvme` | its IOMMU-mapped DMA block | bounce only: `VFIO_IOMMU_MAP_DMA` pins user pages too; importing a dma-buf needs iommufd's file mapping, not in the kernels this was run on |
 //! | `NvmeTcp`, `LinkTransport`, `QemuTransport` | bytes on a stream | not applicable (no DMA across the fabric or link) |
 

@@ -343,8 +343,10 @@ fn fig_p2p(c: &mut Ctx<'_>) -> Result<(), RunError> {
         c.report,
         "GPU <-> CSD data path, peer to peer vs bounce through host memory (p2p.csv; model, the CSD side simulated):"
     );
+    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     for (compression, csds) in [(None, 1), (Some(SPARSE), 1), (Some(SPARSE), 2)] {
         let name = inst(compression, csds).name();
+        let (mut p2p_pts, mut bounce_pts) = (Vec::new(), Vec::new());
         for batch in [16usize, 64, 256] {
             let d = instinfer_data_paths(compression, csds, &c.hw, &c.m, c.csd, &workload(batch))
                 .ok_or_else(|| input(format!("no simulated CSD point for {name}")))?;
@@ -357,6 +359,8 @@ fn fig_p2p(c: &mut Ctx<'_>) -> Result<(), RunError> {
                 d.step_p2p_s * 1e3,
                 d.step_bounce_s * 1e3
             );
+            p2p_pts.push((batch as f64, d.prefill_p2p_s));
+            bounce_pts.push((batch as f64, d.prefill_bounce_s));
             if batch == 64 {
                 let _ = writeln!(
                     c.report,
@@ -371,8 +375,19 @@ fn fig_p2p(c: &mut Ctx<'_>) -> Result<(), RunError> {
                 );
             }
         }
+        series.push((format!("{name} P2P"), p2p_pts));
+        series.push((format!("{name} bounce"), bounce_pts));
     }
-    write(&c.out.join("p2p.csv"), &csv)
+    write(&c.out.join("p2p.csv"), &csv)?;
+    lines(
+        &c.out.join("p2p.png"),
+        "Prefill (1024 tokens), KV to the CSDs peer to peer vs bounced",
+        "batch",
+        "prefill s",
+        &series,
+        true,
+        true,
+    )
 }
 
 fn fig_csds(c: &mut Ctx<'_>) -> Result<(), RunError> {

@@ -15,6 +15,7 @@ use nvme_linux::{Completion, Data, NvmeError, Passthru, PassthruCmd};
 use proto::{Cqe, Status};
 
 use super::{DeviceTime, IoData, IoRequest, IoResult, SimTransport, Transport, TransportError};
+use crate::dma::HostBuf;
 
 /// I/O commands kept completed and unreaped at most.
 pub const MAX_UNREAPED: usize = 64;
@@ -63,14 +64,19 @@ impl<P: Passthru> LinuxNvme<P> {
                 nvme_linux::exec(&mut self.dev, admin, &req.sqe, Data::None)?,
                 Vec::new(),
             ),
-            IoData::ToDevice(bytes) => (
-                nvme_linux::exec(&mut self.dev, admin, &req.sqe, Data::Out(&bytes))?,
-                Vec::new(),
-            ),
+            // Page-aligned buffers: the kernel pins (and counts against its
+            // per-command page limit) the fewest pages.
+            IoData::ToDevice(bytes) => {
+                let buf = HostBuf::from_slice(&bytes);
+                let c =
+                    nvme_linux::exec(&mut self.dev, admin, &req.sqe, Data::Out(buf.as_slice()))?;
+                (c, Vec::new())
+            }
             IoData::FromDevice(n) => {
-                let mut buf = vec![0u8; n];
-                let c = nvme_linux::exec(&mut self.dev, admin, &req.sqe, Data::In(&mut buf))?;
-                (c, buf)
+                let mut buf = HostBuf::zeroed(n);
+                let c =
+                    nvme_linux::exec(&mut self.dev, admin, &req.sqe, Data::In(buf.as_mut_slice()))?;
+                (c, buf.to_vec())
             }
         };
         let sq = if admin { 0 } else { 1 };
