@@ -8,7 +8,8 @@
 //!   the firmware cross-builds (the no_std
 //!   crates, both OpenSSD board images, the C ABI for
 //!   `x86_64-unknown-none`), both QEMU boards' end-to-end tests, the
-//!   guest test of the Linux NVMe transports, and the engine's Verilog
+//!   guest test of the Linux NVMe transports, a short run of every fuzz
+//!   target, and the engine's Verilog
 //!   generation and lint.
 //! - `cargo xtask hdl <gen|lint|sim|synth>` — the engine's Verilog: see
 //!   [`hdl`].
@@ -16,11 +17,14 @@
 //!   under QEMU: see [`qemu`].
 //! - `cargo xtask guest-test` — the Linux NVMe transports in a QEMU x86
 //!   guest: see [`guest`].
+//! - `cargo xtask fuzz [--seconds N] [--target T]` — the cargo-fuzz
+//!   targets in `fuzz/`: see [`fuzz`].
 //! - `cargo xtask flash --board daisyplus|cosmos-plus` — what a real board
 //!   needs, and the vendor tools where present: see [`flash`].
 #![forbid(unsafe_code)]
 
 mod flash;
+mod fuzz;
 mod guest;
 mod hdl;
 mod qemu;
@@ -112,6 +116,8 @@ fn ci() -> Result<(), String> {
     }
     // The Linux NVMe transports in an x86 guest against QEMU's NVMe drive.
     guest::main()?;
+    // Every fuzz target briefly, on its committed corpus.
+    fuzz::main(&["--seconds".into(), "10".into()])?;
     // The engine's Verilog: generated (by `lint` itself) and linted; the
     // co-simulation runs inside the test suite when iverilog is installed.
     hdl::main(Some("lint"))
@@ -126,7 +132,8 @@ fn main() -> ExitCode {
         Some("flash") => flash::main(&std::env::args().skip(2).collect::<Vec<_>>()),
         Some("qemu") => qemu::main(&std::env::args().skip(2).collect::<Vec<_>>()),
         Some("guest-test") => guest::main(),
-        _ => Err("usage: cargo xtask <firmware|ci|hdl|qemu|flash|guest-test>".into()),
+        Some("fuzz") => fuzz::main(&std::env::args().skip(2).collect::<Vec<_>>()),
+        _ => Err("usage: cargo xtask <firmware|ci|hdl|qemu|flash|guest-test|fuzz>".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
