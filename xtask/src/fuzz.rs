@@ -35,17 +35,27 @@ pub fn main(args: &[String]) -> Result<(), String> {
                     .ok_or("--seconds needs a positive number")?;
             }
             "--target" => only = Some(it.next().ok_or("--target needs a name")?.clone()),
-            other => return Err(format!("unknown argument {other:?} (--seconds N, --target T)")),
+            other => {
+                return Err(format!(
+                    "unknown argument {other:?} (--seconds N, --target T)"
+                ));
+            }
         }
     }
     if let Some(t) = &only {
         if !TARGETS.contains(&t.as_str()) {
-            return Err(format!("unknown fuzz target {t:?} ({})", TARGETS.join(", ")));
+            return Err(format!(
+                "unknown fuzz target {t:?} ({})",
+                TARGETS.join(", ")
+            ));
         }
     }
     let dir = root().join("fuzz");
     let mut rows = Vec::new();
-    for t in TARGETS.iter().filter(|t| only.as_deref().is_none_or(|o| o == **t)) {
+    for t in TARGETS
+        .iter()
+        .filter(|t| only.as_deref().is_none_or(|o| o == **t))
+    {
         let corpus = dir.join("corpus").join(t);
         std::fs::create_dir_all(&corpus).map_err(|e| format!("{}: {e}", corpus.display()))?;
         eprintln!("$ cargo +nightly fuzz run {t} ({seconds} s)");
@@ -53,7 +63,11 @@ pub fn main(args: &[String]) -> Result<(), String> {
             .current_dir(&dir)
             .args(["+nightly", "fuzz", "run", t])
             .arg(&corpus)
-            .args(["--", &format!("-max_total_time={seconds}"), "-print_final_stats=1"])
+            .args([
+                "--",
+                &format!("-max_total_time={seconds}"),
+                "-print_final_stats=1",
+            ])
             .output()
             .map_err(|e| format!("cargo +nightly fuzz: {e} (install: cargo install cargo-fuzz)"))?;
         let log = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -74,7 +88,10 @@ pub fn main(args: &[String]) -> Result<(), String> {
         let files = std::fs::read_dir(&corpus).map(|d| d.count()).unwrap_or(0);
         rows.push((*t, runs, files));
     }
-    println!("{:<18} {:>14} {:>12} {:>13}", "target", "executions", "per second", "corpus files");
+    println!(
+        "{:<18} {:>14} {:>12} {:>13}",
+        "target", "executions", "per second", "corpus files"
+    );
     for (t, runs, files) in rows {
         println!(
             "{t:<18} {runs:>14} {:>12.0} {files:>13}",

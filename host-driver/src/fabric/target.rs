@@ -8,7 +8,8 @@
 //! board's own PCIe queues. Connect, properties, keep-alive, Identify and
 //! the standard log pages and features are the target's ([`admin`],
 //! [`controller`]); namespace 1 is a RAM namespace
-//! ([`super::namespace`]).
+//! ([`super::namespace`]). Each host NQN has its own sequence ids
+//! ([`owners`]): no host reaches another's sequences.
 //!
 //! Back-pressure: the board thread takes a bounded queue of commands; a
 //! connection whose commands cannot be queued stops reading its socket,
@@ -20,6 +21,7 @@ mod admin;
 mod board;
 mod conn;
 mod controller;
+mod owners;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -119,6 +121,8 @@ pub(crate) struct Shared {
     pub cfg: TargetConfig,
     pub mdts_bytes: usize,
     pub registry: Mutex<Registry>,
+    /// Each host's sequence ids on the board.
+    pub owners: Mutex<owners::Owners>,
     pub namespace: Mutex<RamNamespace>,
     pub board: board::BoardQueue,
     pub stats: TargetStats,
@@ -175,6 +179,7 @@ impl Target {
             cfg,
             mdts_bytes,
             registry: Mutex::new(Registry::default()),
+            owners: Mutex::new(owners::Owners::default()),
             namespace: Mutex::new(namespace),
             board: queue,
             stats: TargetStats::default(),

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use proto::fabrics::{self, ConnectData, FabricsCmd, SGL_IN_CAPSULE, SGL_TRANSPORT, SglDesc};
 use proto::tcp::{self, Digests, Pdu};
-use proto::{Cqe, Sqe, Status};
+use proto::{Cqe, Opcode, Sqe, Status};
 
 use super::board::Job;
 use super::controller::{self, Ctrl};
@@ -82,6 +82,8 @@ pub(crate) struct Conn {
     pub qid: Option<u16>,
     /// Controller once connected.
     pub cntlid: Option<u16>,
+    /// The host NQN once connected (the owner of its sequences).
+    pub hostnqn: Option<String>,
     sqsize: Arc<AtomicU32>,
     consumed: Arc<AtomicU32>,
     /// Commands received and not yet answered.
@@ -129,6 +131,7 @@ pub(crate) fn serve(stream: TcpStream, shared: Arc<Shared>) {
         stream,
         qid: None,
         cntlid: None,
+        hostnqn: None,
         sqsize,
         consumed,
         outstanding,
@@ -724,6 +727,7 @@ impl Conn {
         drop(reg);
         self.qid = Some(qid);
         self.cntlid = Some(cntlid);
+        self.hostnqn = Some(hostnqn.clone());
         self.sqsize.store(u32::from(sqsize), Ordering::Relaxed);
         self.shared.log(format_args!(
             "{}: {hostnqn} connected {} queue {qid} of controller {cntlid} ({} entries, KATO {kato} ms)",
@@ -742,7 +746,7 @@ impl Conn {
         }
         let op = sqe.opcode().0;
         if op >= 0x80 {
-            return self.to_board(false, sqe, payload, None);
+            return self.vendor(sqe, payload);
         }
         if !matches!(op, 0x00..=0x02) {
             return self.status(&sqe, Status::INVALID_OPCODE);
@@ -768,6 +772,47 @@ impl Conn {
             Ok(data) => self.respond(&sqe, Status::SUCCESS, 0, 0, data),
             Err(s) => self.status(&sqe, s),
         }
+    }
+
+    /// A vendor I/O command: the host's sequence id becomes the board's
+    /// (every InstCSD command names its sequence in cdw11); an id the host
+    /// has not opened never reaches the board.
+    fn vendor(&mut self, mut sqe: Sqe, payload: Payload) {
+        let op = sqe.opcode();
+        if op.vendor_io_name().is_none() {
+            return self.to_board(false, sqe, payload, None);
+        }
+        let host = self.hostnqn.clone().unwrap_or_default();
+        let seq = sqe.cdw11;
+        let Ok(mut owners) = self.shared.owners.lock() else {
+            return self.status(&sqe, Status::INTERNAL_ERROR);
+        };
+        let (id, opened) = match (owners.get(&host, seq), op) {
+            (Some(id), _) => (id, false),
+            (None, Opcode::SEQ_OPEN) => (owners.bind(&host, seq), true),
+            (None, _) => {
+                drop(owners);
+                return self.status(&sqe, Status::SEQ_NOT_OPEN);
+            }
+        };
+        drop(owners);
+        sqe.cdw11 = id;
+        let closing = op == Opcode::SEQ_CLOSE;
+        let patch: Option<Patch> = if opened || closing {
+            let shared = self.shared.clone();
+            Some(Box::new(move |res: &mut IoResult| {
+                let ok = res.cqe.status().is_success();
+                // A failed open frees the id; a successful close too.
+                if (opened && !ok) || (closing && ok) {
+                    if let Ok(mut o) = shared.owners.lock() {
+                        o.release(&host, seq);
+                    }
+                }
+            }))
+        } else {
+            None
+        };
+        self.to_board(false, sqe, payload, patch)
     }
 
     /// The connection ends: an admin queue takes its controller with it.
