@@ -65,9 +65,10 @@ fn drain<B: Nand>(
 }
 
 /// Reads `reads` through their filters, calling `sink(board, index, kept
-/// bytes)` for each page as it completes. An uncorrectable page fails the
-/// whole batch with a media error (after the rest has drained): the engine
-/// never sees data from a failed read.
+/// bytes)` for each page as it completes. A page that fails ECC is read
+/// again up to [`READ_RETRIES`] times; one that fails every time fails the
+/// whole batch with a media error (after the rest has drained), and its
+/// data never reaches the engine.
 pub(crate) fn read_pages<B: Nand>(
     board: &mut B,
     reads: &[PageRead],
@@ -75,30 +76,79 @@ pub(crate) fn read_pages<B: Nand>(
     counters: &mut Counters,
     mut sink: impl FnMut(&mut B, usize, &[u8]) -> Result<(), Status>,
 ) -> Result<(), Status> {
-    let mut failed = false;
-    let mut on_done = |b: &mut B, done: NandDone, data: &[u8]| -> Result<(), Status> {
-        if done.status != NandStatus::Ok {
-            failed = true;
-            return Ok(());
+    let mut failed: Vec<usize> = Vec::new();
+    let mut aborted = false;
+    {
+        let mut on_done = |b: &mut B, done: NandDone, data: &[u8]| -> Result<(), Status> {
+            if done.status != NandStatus::Ok {
+                failed.push(done.tag as usize);
+                return Ok(());
+            }
+            counters.pages_read += 1;
+            counters.bus_bytes += data.len() as u64;
+            sink(b, done.tag as usize, data)
+        };
+        let order: Vec<usize> = (0..reads.len()).collect();
+        submit_reads(board, reads, &order, buf, &mut on_done)?;
+    }
+    // Read retry: a page that failed ECC is read again (a real controller
+    // shifts its read voltages); only a page that fails every time fails
+    // the batch, after the rest has drained: the engine never sees data
+    // from a failed read.
+    for _ in 0..READ_RETRIES {
+        if failed.is_empty() {
+            break;
         }
-        if failed {
-            return Ok(());
-        }
-        counters.pages_read += 1;
-        counters.bus_bytes += data.len() as u64;
-        sink(b, done.tag as usize, data)
-    };
+        let again = core::mem::take(&mut failed);
+        counters.read_retries += again.len() as u64;
+        let mut on_done = |b: &mut B, done: NandDone, data: &[u8]| -> Result<(), Status> {
+            if done.status != NandStatus::Ok {
+                failed.push(done.tag as usize);
+                return Ok(());
+            }
+            counters.pages_read += 1;
+            counters.bus_bytes += data.len() as u64;
+            if aborted {
+                return Ok(());
+            }
+            let r = sink(b, done.tag as usize, data);
+            if r.is_err() {
+                aborted = true;
+            }
+            r
+        };
+        submit_reads(board, reads, &again, buf, &mut on_done)?;
+    }
+    if !failed.is_empty() {
+        return Err(Status::MEDIA_ERROR);
+    }
+    Ok(())
+}
+
+/// Reads of a page that fails ECC before the batch fails.
+const READ_RETRIES: usize = 2;
+
+/// Submits `reads[i]` for every `i` in `order` (one queue per die, so a
+/// full die does not hold back the others), then drains.
+fn submit_reads<B: Nand>(
+    board: &mut B,
+    reads: &[PageRead],
+    order: &[usize],
+    buf: &mut [u8],
+    on_done: &mut impl FnMut(&mut B, NandDone, &[u8]) -> Result<(), Status>,
+) -> Result<(), Status> {
     // One queue of reads per die, in list order: a die whose controller
     // queue is full does not hold back reads for the others (no
     // head-of-line blocking); each completion lets its die's next read in.
     let mut per_die: BTreeMap<(u8, u8), VecDeque<usize>> = BTreeMap::new();
-    for (i, r) in reads.iter().enumerate() {
+    for &i in order {
+        let r = &reads[i];
         per_die
             .entry((r.ppa.channel, r.ppa.way))
             .or_default()
             .push_back(i);
     }
-    let mut left = reads.len();
+    let mut left = order.len();
     while left > 0 {
         let mut submitted = false;
         for queue in per_die.values_mut() {
@@ -115,7 +165,7 @@ pub(crate) fn read_pages<B: Nand>(
                     }
                     Err(nb::Error::WouldBlock) => break,
                     Err(nb::Error::Other(_)) => {
-                        let _ = drain(board, buf, &mut on_done);
+                        let _ = drain(board, buf, on_done);
                         return Err(Status::INTERNAL_ERROR);
                     }
                 }
@@ -128,21 +178,17 @@ pub(crate) fn read_pages<B: Nand>(
             let done = match poll_one(board, buf) {
                 Ok(d) => d,
                 Err(e) => {
-                    let _ = drain(board, buf, &mut on_done);
+                    let _ = drain(board, buf, on_done);
                     return Err(e);
                 }
             };
             if let Err(e) = on_done(board, done, &buf[..done.bytes.min(buf.len())]) {
-                let _ = drain(board, buf, &mut on_done);
+                let _ = drain(board, buf, on_done);
                 return Err(e);
             }
         }
     }
-    drain(board, buf, &mut on_done)?;
-    if failed {
-        return Err(Status::MEDIA_ERROR);
-    }
-    Ok(())
+    drain(board, buf, on_done)
 }
 
 /// Reads one whole page (for merges), waiting for it.

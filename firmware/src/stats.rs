@@ -26,6 +26,8 @@ pub(crate) struct Counters {
     pub pcie_out: u64,
     pub tokens_appended: u64,
     pub decodes: u64,
+    /// Page reads repeated after an ECC failure (read retry).
+    pub read_retries: u64,
 }
 
 /// The log page as of now.

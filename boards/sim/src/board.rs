@@ -47,7 +47,11 @@ impl SimBoard {
                 l
             },
             queues: QueueEngine::new(cfg.queues),
-            nand: NandSim::new(cfg.geometry, cfg.nand, &cfg.bad_blocks),
+            nand: {
+                let mut n = NandSim::new(cfg.geometry, cfg.nand, &cfg.bad_blocks);
+                n.set_faults(cfg.faults);
+                n
+            },
             engine: SimEngine::new(cfg.engine),
             copy: CopyEngine::new(cfg.gpu),
         }

@@ -5,7 +5,7 @@ use firmware::{DeviceConfig, EngineInfo, Identity};
 use ftl::{BlockAddr, Geometry};
 
 use crate::engine::EngineModel;
-use crate::nand::NandTiming;
+use crate::nand::{NandFaults, NandTiming};
 use crate::pcie::{GpuModel, PcieModel};
 use crate::queues::QueueLimits;
 
@@ -39,6 +39,8 @@ pub struct SimConfig {
     /// The GPU beside the drive: switch latency of peer-to-peer DMA and
     /// the GPU's own link for bounce copies (see [`GpuModel`]).
     pub gpu: GpuModel,
+    /// Seeded NAND faults (none by default).
+    pub faults: NandFaults,
 }
 
 impl SimConfig {
@@ -56,6 +58,7 @@ impl SimConfig {
             bad_blocks: Vec::new(),
             mdts_bytes: 2 << 20,
             gpu: GpuModel::default(),
+            faults: NandFaults::default(),
         }
     }
 

@@ -80,6 +80,11 @@ impl SimCsd {
         self.dev.board().nand().counters()
     }
 
+    /// NAND faults injected so far (see `SimConfig::faults`).
+    pub fn fault_counters(&self) -> crate::nand::FaultCounters {
+        self.dev.board().nand().fault_counters()
+    }
+
     /// Host link traffic.
     pub fn pcie_counters(&self) -> PcieCounters {
         self.dev.board().pcie().counters()

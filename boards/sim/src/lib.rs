@@ -36,6 +36,6 @@ pub use csd::SimCsd;
 pub use engine::{EngineModel, EngineUnit, EngineWork, SimEngine};
 pub use error::{NandError, SimError};
 pub use host_memory::{GPU_BASE, HOST_PAGE, HostMemory, HostMemoryCounters, is_gpu};
-pub use nand::{CHARGING_RULE, NandCounters, NandSim, NandTiming};
+pub use nand::{CHARGING_RULE, FaultCounters, NandCounters, NandFaults, NandSim, NandTiming};
 pub use pcie::{CopyEngine, GpuModel, PcieCounters, PcieLink, PcieModel};
 pub use queues::{QueueEngine, QueueLimits};

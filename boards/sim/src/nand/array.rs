@@ -23,6 +23,9 @@ pub struct NandArray {
     /// Lowest programmable page of each block (absent = 0, erased).
     next_page: HashMap<BlockAddr, u32>,
     bad: HashSet<BlockAddr>,
+    /// Grown bad blocks: programs and erases fail, pages already written
+    /// still read back (the firmware must move them out).
+    worn: HashSet<BlockAddr>,
     uncorrectable: HashSet<Ppa>,
 }
 
@@ -34,6 +37,7 @@ impl NandArray {
             pages: HashMap::new(),
             next_page: HashMap::new(),
             bad: bad.iter().copied().collect(),
+            worn: HashSet::new(),
             uncorrectable: HashSet::new(),
         }
     }
@@ -95,7 +99,7 @@ impl NandArray {
             });
         }
         self.next_page.insert(ppa.block(), ppa.page + 1);
-        if self.bad.contains(&ppa.block()) {
+        if self.bad.contains(&ppa.block()) || self.worn.contains(&ppa.block()) {
             return Ok(NandStatus::ProgramFailed);
         }
         self.pages.insert(ppa, data.into());
@@ -105,7 +109,7 @@ impl NandArray {
     /// Erases `block` (a bad block fails the erase and keeps its contents).
     pub fn erase(&mut self, block: BlockAddr) -> Result<NandStatus, NandError> {
         self.check_block(block)?;
-        if self.bad.contains(&block) {
+        if self.bad.contains(&block) || self.worn.contains(&block) {
             return Ok(NandStatus::EraseFailed);
         }
         if let Some(next) = self.next_page.remove(&block) {
@@ -128,9 +132,20 @@ impl NandArray {
         self.bad.insert(block);
     }
 
+    /// Fault hook: `block` wears out (a grown bad block): its programs
+    /// and erases fail from now on; what it holds still reads back.
+    pub fn inject_worn_block(&mut self, block: BlockAddr) {
+        self.worn.insert(block);
+    }
+
     /// Pages holding data.
     pub fn programmed_pages(&self) -> usize {
         self.pages.len()
+    }
+
+    /// Addresses of the pages holding data (fault injection in tests).
+    pub fn programmed(&self) -> Vec<Ppa> {
+        self.pages.keys().copied().collect()
     }
 }
 

@@ -16,6 +16,7 @@
 //! see [`CHARGING_RULE`].) Programs move whole pages over the bus.
 
 pub mod array;
+pub mod faults;
 pub mod timing;
 
 use firmware::hal::{NandCmd, NandDone, NandStatus, RowFilter};
@@ -23,6 +24,7 @@ use ftl::Geometry;
 
 use crate::error::NandError;
 pub use array::NandArray;
+pub use faults::{FaultCounters, NandFaults};
 pub use timing::{NandTimer, NandTiming};
 
 /// The charging rule of this model, in words (for reports).
@@ -68,6 +70,7 @@ pub struct NandSim {
     per_die: Vec<usize>,
     seq: u64,
     counters: NandCounters,
+    faults: faults::FaultDice,
 }
 
 impl NandSim {
@@ -84,7 +87,18 @@ impl NandSim {
                 reads_per_channel: vec![0; ch],
                 ..NandCounters::default()
             },
+            faults: faults::FaultDice::default(),
         }
+    }
+
+    /// Turns on seeded faults (see [`NandFaults`]).
+    pub fn set_faults(&mut self, cfg: NandFaults) {
+        self.faults = faults::FaultDice::new(cfg);
+    }
+
+    /// Faults injected so far.
+    pub fn fault_counters(&self) -> FaultCounters {
+        self.faults.counters
     }
 
     /// Queues `cmd` at virtual time `now`; `WouldBlock` when the die's queue
@@ -108,7 +122,11 @@ impl NandSim {
         let page_size = self.array.geometry().page_size as usize;
         let (finish, status, data) = match cmd {
             NandCmd::Read { ppa, filter } => {
-                let (status, mut data) = self.read_filtered(ppa, &filter, page_size)?;
+                let (mut status, mut data) = self.read_filtered(ppa, &filter, page_size)?;
+                if status == NandStatus::Ok && self.faults.roll(self.faults.cfg.read_ppm) {
+                    self.faults.counters.reads += 1;
+                    status = NandStatus::Uncorrectable;
+                }
                 let finish = self.timer.read(now, ch, way, data.len());
                 self.counters.pages_read += 1;
                 self.counters.reads_per_channel[ch] += 1;
@@ -121,6 +139,10 @@ impl NandSim {
                 (finish, status, data)
             }
             NandCmd::Program { ppa, data } => {
+                if self.faults.roll(self.faults.cfg.program_ppm) {
+                    self.faults.counters.programs += 1;
+                    self.array.inject_worn_block(ppa.block());
+                }
                 let status = self.array.program(ppa, data)?;
                 self.counters.pages_programmed += 1;
                 self.counters.bus_bytes += data.len() as u64;
@@ -131,11 +153,17 @@ impl NandSim {
                 )
             }
             NandCmd::Erase { block } => {
+                if self.faults.roll(self.faults.cfg.erase_ppm) {
+                    self.faults.counters.erases += 1;
+                    self.array.inject_worn_block(block);
+                }
                 let status = self.array.erase(block)?;
                 self.counters.blocks_erased += 1;
                 (self.timer.erase(now, ch, way), status, Vec::new())
             }
         };
+        // A slow channel stretches the operation.
+        let finish = now + (finish.saturating_sub(now)) * self.faults.slowdown(channel);
         let done = NandDone {
             tag,
             status,
