@@ -66,4 +66,10 @@ where
     pub fn stats(&self) -> proto::StatsLog {
         crate::stats::snapshot(self)
     }
+
+    /// The flash translation layer, for inspection (block accounting in
+    /// tests and tools).
+    pub fn ftl(&self) -> &ftl::Ftl {
+        &self.state.ftl
+    }
 }

@@ -1,0 +1,170 @@
+//! Soak: 64 sequences × every layer of SmolLM2-135M's attention shape
+//! (30 layers, 9 query / 3 KV heads, d = 64) decoding together on one
+//! simulated drive with NAND faults on, for a bounded time
+//! (`INSTINFER_SOAK_SECONDS`, default 15). Every step's outputs either
+//! equal the host's engine-arithmetic model bit for bit or the step fails
+//! with the drive's status (the sequence set then stops: failed loudly);
+//! no deadlock (every step returns), and the board's host memory and
+//! sequence table come back to where they started (bounded memory).
+
+use std::time::{Duration, Instant};
+
+use board_sim::{NandFaults, SimConfig, SimCsd};
+use host_driver::array::CsdArray;
+use host_driver::backend::{
+    AttentionBackend, BackendError, DecodeStep, HostDense, InStorage, ModelShape,
+};
+use host_driver::csd::{Csd, CsdError};
+use host_driver::transport::SimTransport;
+
+const SEQS: u32 = 64;
+const PROMPT: usize = 80;
+
+fn normal(seed: u64, n: usize) -> Vec<f32> {
+    let mut r = attention::testdata::SplitMix64::new(seed);
+    (0..n).map(|_| r.normal()).collect()
+}
+
+#[test]
+fn sixty_four_sequences_of_every_layer_under_faults() {
+    let seconds: u64 = std::env::var("INSTINFER_SOAK_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(15);
+    let shape = ModelShape {
+        layers: 30,
+        q_heads: 9,
+        kv_heads: 3,
+        head_dim: 64,
+    };
+    let mut cfg = SimConfig::new(4096);
+    cfg.faults = NandFaults {
+        seed: 11,
+        read_ppm: 20_000,
+        program_ppm: 2_000,
+        erase_ppm: 2_000,
+        slow_channel: Some((1, 3)),
+    };
+    let t = SimTransport::with_device(SimCsd::new(cfg).unwrap(), 64).unwrap();
+    let mut csd = InStorage::new(CsdArray::new(vec![Csd::new(t).unwrap()]).unwrap(), 1);
+    let mut host = HostDense::engine();
+    let mapped = |b: &mut InStorage<SimTransport>| {
+        b.array_mut().devices_mut()[0]
+            .transport_mut()
+            .device_mut()
+            .host_memory()
+            .mapped_pages()
+    };
+    let pages_before = mapped(&mut csd);
+    for seq in 0..SEQS {
+        for b in [&mut csd as &mut dyn AttentionBackend, &mut host] {
+            b.open(seq, shape).unwrap();
+            for layer in 0..shape.layers {
+                let n = shape.kv_heads * PROMPT * shape.head_dim;
+                let s = u64::from(seq) * 1000 + layer as u64;
+                b.append(seq, layer, &normal(s, n), &normal(s + 500, n))
+                    .unwrap();
+            }
+        }
+    }
+    let start = Instant::now();
+    let (mut steps, mut outputs, mut failed) = (0usize, 0usize, None);
+    while start.elapsed() < Duration::from_secs(seconds) {
+        for layer in 0..shape.layers {
+            let inputs: Vec<_> = (0..SEQS)
+                .map(|seq| {
+                    let s =
+                        1_000_000 + steps as u64 * 100_000 + u64::from(seq) * 100 + layer as u64;
+                    (
+                        normal(s, shape.q_heads * shape.head_dim),
+                        normal(s + 1, shape.kv_heads * shape.head_dim),
+                        normal(s + 2, shape.kv_heads * shape.head_dim),
+                    )
+                })
+                .collect();
+            let batch: Vec<DecodeStep<'_>> = inputs
+                .iter()
+                .enumerate()
+                .map(|(seq, (q, k, v))| DecodeStep {
+                    seq: seq as u32,
+                    layer,
+                    q,
+                    kv_new: Some((k, v)),
+                    method: attention::shape::Method::Dense,
+                })
+                .collect();
+            let want = host.decode(&batch).unwrap();
+            match csd.decode(&batch) {
+                Ok(got) => {
+                    for (g, w) in got.iter().zip(&want) {
+                        assert!(
+                            g.iter().zip(w).all(|(a, b)| a.to_bits() == b.to_bits()),
+                            "step {steps} layer {layer}: an output differs from the model"
+                        );
+                        outputs += 1;
+                    }
+                }
+                Err(e) => {
+                    assert!(
+                        matches!(e, BackendError::Device(CsdError::Status { .. })),
+                        "a failure must carry the drive's status: {e}"
+                    );
+                    failed = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        if failed.is_some() {
+            break;
+        }
+        steps += 1;
+    }
+    let dev = csd.array().devices()[0].transport().device();
+    let f = dev.fault_counters();
+    eprintln!(
+        "soak: {steps} steps x 30 layers x {SEQS} sequences in {:.1} s (wall), {outputs} outputs equal to the model, faults injected: {} reads, {} programs, {} erases; {}",
+        start.elapsed().as_secs_f64(),
+        f.reads,
+        f.programs,
+        f.erases,
+        failed.as_deref().unwrap_or("no step failed")
+    );
+    assert!(steps > 0 || failed.is_some());
+    for seq in 0..SEQS {
+        csd.close(seq).unwrap();
+    }
+    // Bounded memory: no sequence left, no staging page left behind, and
+    // every flash block accounted for (free, or retired as bad).
+    let stats = csd.array_mut().stats().unwrap();
+    assert_eq!(stats[0].open_sequences, 0);
+    assert_eq!(mapped(&mut csd), pages_before, "host pages leaked");
+    let ftl = csd.array().devices()[0].transport().device().device().ftl();
+    let g = *ftl.geometry();
+    let (mut free, mut open, mut bad) = (0u32, 0u32, 0u32);
+    for channel in 0..g.channels {
+        for way in 0..g.ways {
+            for block in 0..g.blocks_per_die {
+                let b = ftl::BlockAddr {
+                    channel,
+                    way,
+                    block,
+                };
+                let kinds = [ftl.is_free_block(b), ftl.is_open_block(b), ftl.is_bad(b)];
+                assert_eq!(
+                    kinds.iter().filter(|&&k| k).count(),
+                    1,
+                    "block {b:?} is not exactly one of free, open (write frontier), bad: {kinds:?}"
+                );
+                free += u32::from(kinds[0]);
+                open += u32::from(kinds[1]);
+                bad += u32::from(kinds[2]);
+            }
+        }
+    }
+    eprintln!("soak: blocks {free} free + {open} open (write frontier) + {bad} retired");
+    assert_eq!(
+        ftl.stats().valid_pages,
+        0,
+        "pages still mapped after every close"
+    );
+}
