@@ -152,8 +152,11 @@ impl PrpWalker {
                 let pages_left = self.remaining().div_ceil(PAGE);
                 let last_slot = self.pos == self.fill && self.slots == 0;
                 if last_slot && pages_left > 1 {
-                    // Chain pointer to the next list page.
-                    if entry & 7 != 0 {
+                    // Chain pointer to the next list page: page aligned, so
+                    // that every list page yields data entries. A pointer
+                    // into the middle of a page could chain to its own last
+                    // slot forever without yielding one.
+                    if entry % PAGE_U64 != 0 {
                         return Err(ProtoError::PrpOffset { addr: entry }.into());
                     }
                     self.list_addr = entry;
@@ -551,6 +554,23 @@ mod tests {
                 (0xC000, PAGE)
             ]
         );
+    }
+
+    /// Regression (found by the `nvme_wire` fuzz target): a chain pointer
+    /// to the last slot of a page, pointing at itself, made the walker loop
+    /// forever without yielding a segment. Chain pointers must be page
+    /// aligned now; this one is refused.
+    #[test]
+    fn a_chain_to_its_own_last_slot_is_refused_not_followed_forever() {
+        let mut m = Mem::default();
+        let last = 0x5000 + PAGE_U64 - 8;
+        m.words.insert(last, last);
+        let r = walk(&mut m, 0x1000, last, 8 * PAGE);
+        assert!(
+            matches!(r, Err(ProtoError::PrpOffset { addr }) if addr == last),
+            "{r:?}"
+        );
+        assert!(m.reads < 4, "{} list reads", m.reads);
     }
 
     #[test]
