@@ -26,6 +26,7 @@ pub mod bench_p2p;
 pub mod bench_paper;
 #[cfg(target_os = "linux")]
 pub mod bench_solid;
+pub mod cancel;
 pub mod demo;
 pub mod eval;
 pub mod generate;
@@ -73,6 +74,12 @@ pub enum RunError {
     /// cannot serve, such as an address in use; 1 otherwise).
     #[error("serve: {0}")]
     Serve(#[from] crate::fabric::target::TargetError),
+    /// Stopped by the user (Ctrl-C) after cleaning up (exit status 130).
+    #[error("interrupted after {tokens} generated tokens; the drive's sequences are closed")]
+    Interrupted {
+        /// Tokens generated before the stop.
+        tokens: usize,
+    },
     /// Writing a result failed (exit status 1).
     #[error("{path}: {reason}")]
     Output {
@@ -88,6 +95,7 @@ impl RunError {
     pub fn exit_code(&self) -> u8 {
         match self {
             Self::Input(_) | Self::Npy { .. } | Self::Fetch(_) => 2,
+            Self::Interrupted { .. } => 130,
             Self::Serve(e) => match e {
                 crate::fabric::target::TargetError::Board(_) => 1,
                 _ => 2,

@@ -338,3 +338,38 @@ fn gpu_paths_explain_themselves_without_a_gpu() {
         assert!(stderr(&gpu).contains("--gpu:"), "{}", stderr(&gpu));
     }
 }
+
+/// Ctrl-C during `run`: the generation stops at the next token, the
+/// sequences on the drive are closed, and the exit status is 130.
+#[test]
+fn ctrl_c_stops_a_run_cleanly() {
+    use std::io::Read;
+    let mut child = bin()
+        .args([
+            "run",
+            "--max-tokens",
+            "2000",
+            "--prompt",
+            "Once upon a time",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the first generated text, then interrupt.
+    let mut out = child.stdout.take().unwrap();
+    let mut first = [0u8; 64];
+    let n = out.read(&mut first).unwrap();
+    assert!(n > 0, "no output before the interrupt");
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let mut rest = Vec::new();
+    let _ = out.read_to_end(&mut rest);
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(err.contains("sequences are closed"), "{err}");
+}

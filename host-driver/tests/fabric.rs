@@ -399,3 +399,48 @@ fn a_host_past_its_queue_size_or_the_connection_limit_is_cut_off() {
     assert_eq!(t.stats().refused_connections.load(Ordering::Relaxed), 1);
     drop(held);
 }
+
+/// A connection the target drops (here: keep-alive expired) fails what
+/// was in flight loudly; the next command reconnects, and the host's
+/// sequences on the target are still there.
+#[test]
+fn a_dropped_connection_reconnects_and_keeps_the_sequences() {
+    use proto::{KvAppend, SeqOpen, SeqShape};
+    let t = target(4096);
+    let o = TcpOptions {
+        kato_ms: 300,
+        timeout: Duration::from_secs(5),
+        ..TcpOptions::default()
+    };
+    let mut tcp = NvmeTcp::connect_with(&url(&t), &o).unwrap();
+    let shape = SeqShape {
+        layers: 1,
+        kv_heads: 1,
+        group: 1,
+        head_dim: 64,
+        dim_group: 1,
+        rotated: false,
+    };
+    let run = |tcp: &mut NvmeTcp, sqe: Sqe, data: IoData| {
+        tcp.submit(IoRequest { sqe, data })
+            .and_then(|_| tcp.reap())
+            .map(|(_, r)| r.cqe.status())
+    };
+    assert!(
+        run(&mut tcp, SeqOpen::new(5, shape).to_sqe(), IoData::None)
+            .unwrap()
+            .is_success()
+    );
+    let append = |pos| KvAppend::new(5, 0, pos, 4, &shape).unwrap().to_sqe();
+    let kv = IoData::ToDevice(vec![0x3c; 2 * 4 * 64 * 2]);
+    assert!(run(&mut tcp, append(0), kv.clone()).unwrap().is_success());
+    tcp.stop_keep_alive();
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(t.stats().keep_alive_expiries.load(Ordering::Relaxed), 1);
+    // The connection is gone: this command fails, loudly.
+    assert!(run(&mut tcp, append(4), kv.clone()).is_err());
+    // The next reconnects, as the same host: sequence 5 is still there.
+    let s = run(&mut tcp, append(4), kv).unwrap();
+    assert!(s.is_success(), "{s}");
+    assert_eq!(tcp.reconnects(), 1);
+}

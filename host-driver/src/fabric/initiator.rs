@@ -436,6 +436,8 @@ fn connect_data(
 #[derive(Debug)]
 pub struct NvmeTcp {
     url: TcpUrl,
+    opts: TcpOptions,
+    hostid: [u8; 16],
     admin: Arc<Mutex<Admin>>,
     io: Queue,
     cntlid: u16,
@@ -444,6 +446,9 @@ pub struct NvmeTcp {
     ready: VecDeque<(u16, IoResult)>,
     next_cid: u16,
     keep_alive: Option<(Arc<AtomicBool>, JoinHandle<()>)>,
+    /// The I/O connection failed; reconnect before the next command.
+    broken: bool,
+    reconnects: u32,
 }
 
 impl NvmeTcp {
@@ -458,6 +463,33 @@ impl NvmeTcp {
         let seed = format!("{}:{}:{:?}", o.hostnqn, std::process::id(), Instant::now());
         hostid[..4].copy_from_slice(&proto::tcp::crc32c(seed.as_bytes()).to_le_bytes());
         hostid[4..8].copy_from_slice(&proto::tcp::crc32c(o.hostnqn.as_bytes()).to_le_bytes());
+        let (admin, io, cntlid, depth) = Self::establish(url, o, hostid)?;
+        let mut t = Self {
+            url: url.clone(),
+            opts: o.clone(),
+            hostid,
+            admin: Arc::new(Mutex::new(admin)),
+            io,
+            cntlid,
+            depth,
+            pending: HashMap::new(),
+            ready: VecDeque::new(),
+            next_cid: 0,
+            keep_alive: None,
+            broken: false,
+            reconnects: 0,
+        };
+        t.start_keep_alive();
+        Ok(t)
+    }
+
+    /// Opens the admin queue, enables the controller and connects one I/O
+    /// queue: (admin, I/O queue, controller id, queue depth).
+    fn establish(
+        url: &TcpUrl,
+        o: &TcpOptions,
+        hostid: [u8; 16],
+    ) -> Result<(Admin, Queue, u16, usize), TransportError> {
         let mut admin = Admin {
             q: Queue::connect(url, o, 0)?,
             next_cid: 0,
@@ -542,25 +574,56 @@ impl NvmeTcp {
             &connect_data(url, o, cntlid, hostid)?,
         )?;
         ok("Connect (I/O queue)", &cqe)?;
-        let admin = Arc::new(Mutex::new(admin));
-        let keep_alive = (o.kato_ms > 0).then(|| {
-            let stop = Arc::new(AtomicBool::new(false));
-            let (a, s) = (admin.clone(), stop.clone());
-            let every = Duration::from_millis(u64::from(o.kato_ms / 2).max(50));
-            let h = std::thread::spawn(move || keep_alive(&a, &s, every));
-            (stop, h)
-        });
-        Ok(Self {
-            url: url.clone(),
-            admin,
-            io: conn.q,
-            cntlid,
-            depth: entries - 1,
-            pending: HashMap::new(),
-            ready: VecDeque::new(),
-            next_cid: 0,
-            keep_alive,
-        })
+        Ok((admin, conn.q, cntlid, entries - 1))
+    }
+
+    fn start_keep_alive(&mut self) {
+        if self.opts.kato_ms == 0 {
+            return;
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let (a, st) = (self.admin.clone(), stop.clone());
+        let every = Duration::from_millis(u64::from(self.opts.kato_ms / 2).max(50));
+        let h = std::thread::spawn(move || keep_alive(&a, &st, every));
+        self.keep_alive = Some((stop, h));
+    }
+
+    /// Drops the connections and makes new ones (a new controller of the
+    /// same host NQN: the target keeps the host's sequences). Commands in
+    /// flight on the old connection are lost: they were reported failed.
+    pub fn reconnect(&mut self) -> Result<(), TransportError> {
+        self.stop_keep_alive();
+        let (admin, io, cntlid, depth) = Self::establish(&self.url, &self.opts, self.hostid)?;
+        self.admin = Arc::new(Mutex::new(admin));
+        self.io = io;
+        self.cntlid = cntlid;
+        self.depth = depth;
+        self.pending.clear();
+        self.broken = false;
+        self.reconnects += 1;
+        self.start_keep_alive();
+        Ok(())
+    }
+
+    /// Reconnections made so far.
+    pub fn reconnects(&self) -> u32 {
+        self.reconnects
+    }
+
+    /// A transport failure breaks the connection: what was in flight is
+    /// lost (the error says so), the next command reconnects.
+    fn broke(&mut self, e: TransportError) -> TransportError {
+        if matches!(e, TransportError::Io(_) | TransportError::DeviceFailed(_)) {
+            self.broken = true;
+            let lost = self.pending.len();
+            self.pending.clear();
+            if lost > 0 {
+                return TransportError::DeviceFailed(format!(
+                    "{e}; {lost} command(s) in flight lost, the next one reconnects"
+                ));
+            }
+        }
+        e
     }
 
     /// In-capsule bytes of the I/O queues, from Identify Controller.
@@ -604,9 +667,13 @@ impl NvmeTcp {
     }
 
     fn pump(&mut self) -> Result<(), TransportError> {
-        let done = self.io.next_completion(&mut self.pending)?;
-        self.ready.push_back(done);
-        Ok(())
+        match self.io.next_completion(&mut self.pending) {
+            Ok(done) => {
+                self.ready.push_back(done);
+                Ok(())
+            }
+            Err(e) => Err(self.broke(e)),
+        }
     }
 }
 
@@ -645,6 +712,9 @@ impl Drop for NvmeTcp {
 
 impl Transport for NvmeTcp {
     fn admin(&mut self, req: IoRequest) -> Result<IoResult, TransportError> {
+        if self.broken {
+            self.reconnect()?;
+        }
         let mut a = self
             .admin
             .lock()
@@ -653,6 +723,9 @@ impl Transport for NvmeTcp {
     }
 
     fn submit(&mut self, req: IoRequest) -> Result<u16, TransportError> {
+        if self.broken {
+            self.reconnect()?;
+        }
         while self.pending.len() >= self.depth {
             self.pump()?;
         }
@@ -663,7 +736,10 @@ impl Transport for NvmeTcp {
         self.next_cid = cid.wrapping_add(1);
         let mut sqe = req.sqe;
         sqe.set_cid(cid);
-        let o = self.io.send(sqe, &req.data)?;
+        let o = match self.io.send(sqe, &req.data) {
+            Ok(o) => o,
+            Err(e) => return Err(self.broke(e)),
+        };
         self.pending.insert(cid, o);
         Ok(cid)
     }

@@ -297,6 +297,7 @@ pub fn run_generation(
     let t = Instant::now();
     let mut next = argmax(&logits);
     let mut pos = prompt.len();
+    let mut interrupted = false;
     if p.max_tokens > 0 {
         loop {
             if next == eos {
@@ -310,6 +311,10 @@ pub fn run_generation(
             if g.tokens.len() == p.max_tokens {
                 break;
             }
+            if super::cancel::requested() {
+                interrupted = true;
+                break;
+            }
             let logits = model.decode(next, pos, &mut attn)?;
             pos += 1;
             next = argmax(&logits);
@@ -321,6 +326,11 @@ pub fn run_generation(
         None => None,
     };
     attn.close()?;
+    if interrupted {
+        return Err(RunError::Interrupted {
+            tokens: g.tokens.len(),
+        });
+    }
     let gpu = staged
         .as_ref()
         .map(|s| (s.gpu().name.clone(), s.bounce_bytes));
