@@ -162,6 +162,18 @@ pub enum TransportError {
     Io(#[from] std::io::Error),
 }
 
+/// The first command identifier from `*next` on that `in_use` says is
+/// free; `*next` moves past it (identifiers are reused only once their
+/// command has been reaped).
+pub(crate) fn free_cid(next: &mut u16, in_use: impl Fn(u16) -> bool) -> u16 {
+    let mut cid = *next;
+    while in_use(cid) {
+        cid = cid.wrapping_add(1);
+    }
+    *next = cid.wrapping_add(1);
+    cid
+}
+
 /// A way to reach one device.
 pub trait Transport {
     /// Runs one admin command to completion.

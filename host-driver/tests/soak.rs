@@ -11,19 +11,13 @@ use std::time::{Duration, Instant};
 
 use board_sim::{NandFaults, SimConfig, SimCsd};
 use host_driver::array::CsdArray;
-use host_driver::backend::{
-    AttentionBackend, BackendError, DecodeStep, HostDense, InStorage, ModelShape,
-};
+use host_driver::backend::{BackendError, HostDense, InStorage, ModelShape};
 use host_driver::csd::{Csd, CsdError};
+use host_driver::run::vectors::DecodeWorkload;
 use host_driver::transport::SimTransport;
 
 const SEQS: u32 = 64;
 const PROMPT: usize = 80;
-
-fn normal(seed: u64, n: usize) -> Vec<f32> {
-    let mut r = attention::testdata::SplitMix64::new(seed);
-    (0..n).map(|_| r.normal()).collect()
-}
 
 #[test]
 fn sixty_four_sequences_of_every_layer_under_faults() {
@@ -56,66 +50,36 @@ fn sixty_four_sequences_of_every_layer_under_faults() {
             .mapped_pages()
     };
     let pages_before = mapped(&mut csd);
-    for seq in 0..SEQS {
-        for b in [&mut csd as &mut dyn AttentionBackend, &mut host] {
-            b.open(seq, shape).unwrap();
-            for layer in 0..shape.layers {
-                let n = shape.kv_heads * PROMPT * shape.head_dim;
-                let s = u64::from(seq) * 1000 + layer as u64;
-                b.append(seq, layer, &normal(s, n), &normal(s + 500, n))
-                    .unwrap();
-            }
-        }
-    }
+    let w = DecodeWorkload {
+        seqs: SEQS,
+        prompt: PROMPT,
+        shape,
+    };
+    w.prefill(&mut csd).unwrap();
+    w.prefill(&mut host).unwrap();
     let start = Instant::now();
     let (mut steps, mut outputs, mut failed) = (0usize, 0usize, None);
     while start.elapsed() < Duration::from_secs(seconds) {
-        for layer in 0..shape.layers {
-            let inputs: Vec<_> = (0..SEQS)
-                .map(|seq| {
-                    let s =
-                        1_000_000 + steps as u64 * 100_000 + u64::from(seq) * 100 + layer as u64;
-                    (
-                        normal(s, shape.q_heads * shape.head_dim),
-                        normal(s + 1, shape.kv_heads * shape.head_dim),
-                        normal(s + 2, shape.kv_heads * shape.head_dim),
-                    )
-                })
-                .collect();
-            let batch: Vec<DecodeStep<'_>> = inputs
-                .iter()
-                .enumerate()
-                .map(|(seq, (q, k, v))| DecodeStep {
-                    seq: seq as u32,
-                    layer,
-                    q,
-                    kv_new: Some((k, v)),
-                    method: attention::shape::Method::Dense,
-                })
-                .collect();
-            let want = host.decode(&batch).unwrap();
-            match csd.decode(&batch) {
-                Ok(got) => {
-                    for (g, w) in got.iter().zip(&want) {
-                        assert!(
-                            g.iter().zip(w).all(|(a, b)| a.to_bits() == b.to_bits()),
-                            "step {steps} layer {layer}: an output differs from the model"
-                        );
-                        outputs += 1;
-                    }
-                }
-                Err(e) => {
-                    assert!(
-                        matches!(e, BackendError::Device(CsdError::Status { .. })),
-                        "a failure must carry the drive's status: {e}"
-                    );
-                    failed = Some(e.to_string());
-                    break;
-                }
+        // The same seeded inputs to both: all layers of all sequences.
+        let want = w.step(&mut host, steps, false).unwrap();
+        match w.step(&mut csd, steps, false) {
+            Ok(got) => {
+                assert!(
+                    got.iter()
+                        .zip(&want)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "step {steps}: an output differs from the model"
+                );
+                outputs += got.len() / (shape.q_heads * shape.head_dim);
             }
-        }
-        if failed.is_some() {
-            break;
+            Err(e) => {
+                assert!(
+                    matches!(e, BackendError::Device(CsdError::Status { .. })),
+                    "a failure must carry the drive's status: {e}"
+                );
+                failed = Some(e.to_string());
+                break;
+            }
         }
         steps += 1;
     }
@@ -130,9 +94,7 @@ fn sixty_four_sequences_of_every_layer_under_faults() {
         failed.as_deref().unwrap_or("no step failed")
     );
     assert!(steps > 0 || failed.is_some());
-    for seq in 0..SEQS {
-        csd.close(seq).unwrap();
-    }
+    w.close(&mut csd).unwrap();
     // Bounded memory: no sequence left, no staging page left behind, and
     // every flash block accounted for (free, or retired as bad).
     let stats = csd.array_mut().stats().unwrap();

@@ -729,11 +729,9 @@ impl Transport for NvmeTcp {
         while self.pending.len() >= self.depth {
             self.pump()?;
         }
-        let mut cid = self.next_cid;
-        while self.pending.contains_key(&cid) || self.ready.iter().any(|(c, _)| *c == cid) {
-            cid = cid.wrapping_add(1);
-        }
-        self.next_cid = cid.wrapping_add(1);
+        let cid = crate::transport::free_cid(&mut self.next_cid, |c| {
+            self.pending.contains_key(&c) || self.ready.iter().any(|(r, _)| *r == c)
+        });
         let mut sqe = req.sqe;
         sqe.set_cid(cid);
         let o = match self.io.send(sqe, &req.data) {

@@ -260,11 +260,9 @@ impl Transport for SimTransport {
                 return Err(TransportError::QueueFull(self.pending.len()));
             }
         }
-        let mut cid = self.next_cid;
-        while self.pending.contains_key(&cid) || self.ready.iter().any(|(c, _)| *c == cid) {
-            cid = cid.wrapping_add(1);
-        }
-        self.next_cid = cid.wrapping_add(1);
+        let cid = super::free_cid(&mut self.next_cid, |c| {
+            self.pending.contains_key(&c) || self.ready.iter().any(|(r, _)| *r == c)
+        });
         let mut sqe = req.sqe;
         sqe.set_cid(cid);
         let bufs = self.stage(&mut sqe, &req.data)?;
