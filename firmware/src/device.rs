@@ -37,6 +37,56 @@ where
         Ok(Self { board, state })
     }
 
+    /// Starts the core on a board whose flash may hold an earlier life
+    /// (power loss, restart): reads the sequence journal (see
+    /// [`crate::journal`]), erases every other block (the KV cache does not
+    /// outlive power: its maps were in DRAM) retiring those that fail,
+    /// reserves the journal's two blocks, and marks the sequences that
+    /// were open as lost. From then on SEQ_OPEN and SEQ_CLOSE are
+    /// journaled.
+    pub fn boot(mut board: B, mut config: DeviceConfig) -> Result<Self, DeviceError> {
+        let geo = config.ftl.geometry;
+        let (mut journal, lost) = crate::journal::Journal::load(&mut board, &geo)
+            .map_err(|_| DeviceError::Config("journal unreadable"))?;
+        let reserved = crate::journal::Journal::blocks(&geo);
+        let mut out = alloc::vec![0u8; geo.page_size as usize];
+        for channel in 0..geo.channels {
+            for way in 0..geo.ways {
+                for block in 0..geo.blocks_per_die {
+                    let b = ftl::BlockAddr {
+                        channel,
+                        way,
+                        block,
+                    };
+                    if reserved.contains(&b) || config.ftl.bad_blocks.contains(&b) {
+                        continue;
+                    }
+                    nb::block!(board.submit(0, crate::hal::NandCmd::Erase { block: b }))
+                        .map_err(|_| DeviceError::Config("erase at boot refused"))?;
+                    let done = nb::block!(board.poll(&mut out))
+                        .map_err(|_| DeviceError::Config("erase at boot lost"))?;
+                    if done.status != crate::hal::NandStatus::Ok {
+                        config.ftl.bad_blocks.push(b);
+                    }
+                }
+            }
+        }
+        config.ftl.bad_blocks.extend(reserved);
+        let mut state = crate::dispatch::State::new(config)?;
+        journal
+            .write(&mut board, &lost)
+            .map_err(|_| DeviceError::Config("journal unwritable"))?;
+        state.lost = lost.into_iter().collect();
+        state.journal = Some(journal);
+        Ok(Self { board, state })
+    }
+
+    /// The board, taken back (the simulated board's flash after a power
+    /// loss).
+    pub fn into_board(self) -> B {
+        self.board
+    }
+
     /// Serves at most one command.
     pub fn poll(&mut self) -> Result<Progress, DeviceError> {
         crate::dispatch::poll(self)

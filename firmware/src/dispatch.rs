@@ -30,6 +30,10 @@ pub(crate) struct State {
     pub scratch: Scratch,
     /// A completion the host's full CQ could not take yet.
     pending: Option<(Submission, Status, u32)>,
+    /// The sequence journal (boards that survive power loss).
+    pub journal: Option<crate::journal::Journal>,
+    /// Sequences open when power was lost, not yet acknowledged.
+    pub lost: alloc::collections::BTreeSet<u32>,
 }
 
 impl State {
@@ -51,6 +55,8 @@ impl State {
             counters: Counters::default(),
             scratch,
             pending: None,
+            journal: None,
+            lost: alloc::collections::BTreeSet::new(),
         })
     }
 }
@@ -149,13 +155,53 @@ fn io<B>(dev: &mut Device<B>, sqe: &proto::Sqe) -> Handled
 where
     B: HostInterface + Nand + Engine + Clock,
 {
-    match VendorCommand::parse(sqe).map_err(proto_status)? {
-        VendorCommand::SeqOpen(c) => seq_open(&mut dev.state, &c),
-        VendorCommand::SeqClose(c) => seq_close(dev, &c),
+    let cmd = VendorCommand::parse(sqe).map_err(proto_status)?;
+    if dev.state.lost.contains(&cmd.seq()) {
+        // Lost to a power failure: only a close (the host's acknowledgement)
+        // is served.
+        return match cmd {
+            VendorCommand::SeqClose(c) => {
+                dev.state.lost.remove(&c.seq);
+                record_open(dev).map(|()| 0)
+            }
+            _ => Err(Status::SEQ_LOST.into()),
+        };
+    }
+    match cmd {
+        VendorCommand::SeqOpen(c) => {
+            seq_open(&mut dev.state, &c)?;
+            if let Err(e) = record_open(dev) {
+                // Not recorded: not open either.
+                let _ = seq_close(dev, &SeqClose { seq: c.seq });
+                return Err(e);
+            }
+            Ok(0)
+        }
+        VendorCommand::SeqClose(c) => {
+            let r = seq_close(dev, &c);
+            if r.is_ok() {
+                record_open(dev)?;
+            }
+            r
+        }
         VendorCommand::KvAppend(c) => kv_append(dev, sqe, &c),
         VendorCommand::DecodeSubmit(c) => decode_submit(dev, sqe, &c),
         VendorCommand::DecodeFetch(c) => decode_fetch(dev, sqe, &c),
     }
+}
+
+/// Writes the open and lost sequences to the journal, when there is one.
+fn record_open<B>(dev: &mut Device<B>) -> Result<(), Fail>
+where
+    B: HostInterface + Nand + Engine + Clock,
+{
+    let st = &mut dev.state;
+    let Some(j) = st.journal.as_mut() else {
+        return Ok(());
+    };
+    let mut ids: Vec<u32> = st.sequences.ids();
+    ids.extend(st.lost.iter().copied());
+    j.write(&mut dev.board, &ids).map_err(Fail::from)
 }
 
 fn seq_open(st: &mut State, c: &SeqOpen) -> Handled {

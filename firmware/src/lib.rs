@@ -25,6 +25,7 @@ mod dma;
 mod error;
 mod flash;
 mod identify;
+mod journal;
 mod scheduler;
 mod sequence;
 mod stats;

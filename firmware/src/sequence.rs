@@ -147,6 +147,11 @@ impl SequenceTable {
         self.slots[slot] = Some(seq);
     }
 
+    /// Ids of the open sequences.
+    pub fn ids(&self) -> Vec<u32> {
+        self.slots.iter().flatten().map(|s| s.id).collect()
+    }
+
     pub fn remove(&mut self, id: u32) -> Option<Sequence> {
         let i = self.find(id)?;
         self.slots[i].take()

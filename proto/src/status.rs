@@ -78,8 +78,13 @@ impl Status {
     /// The decode method is unknown or not offered by this device (7/0x87).
     pub const UNSUPPORTED_METHOD: Status = st(7, 0x87, true);
 
+    /// The sequence was open when the drive lost power: its KV is gone.
+    /// Every command naming it gets this status until a SEQ_CLOSE
+    /// acknowledges the loss (7/0x88).
+    pub const SEQ_LOST: Status = st(7, 0x88, true);
+
     /// Every status with a name, for tables and tests.
-    pub const KNOWN: [Status; 19] = [
+    pub const KNOWN: [Status; 20] = [
         Self::SUCCESS,
         Self::INVALID_OPCODE,
         Self::INVALID_FIELD,
@@ -99,6 +104,7 @@ impl Status {
         Self::POSITION_MISMATCH,
         Self::DRAM_BUDGET,
         Self::UNSUPPORTED_METHOD,
+        Self::SEQ_LOST,
     ];
 
     /// A status with DNR clear.
@@ -157,6 +163,7 @@ impl Status {
             (7, 0x85) => "position mismatch",
             (7, 0x86) => "DRAM budget exceeded",
             (7, 0x87) => "unsupported method",
+            (7, 0x88) => "sequence lost to a power failure",
             _ => return None,
         };
         Some(name)

@@ -57,6 +57,20 @@ impl SimBoard {
         }
     }
 
+    /// A board built from `cfg` around flash that already holds data
+    /// (power back on after a loss).
+    pub fn with_nand(cfg: &SimConfig, mut nand: NandSim) -> Self {
+        nand.restore_power();
+        let mut b = Self::new(cfg);
+        b.nand = nand;
+        b
+    }
+
+    /// The flash, taken out of a board that lost power.
+    pub fn into_nand(self) -> NandSim {
+        self.nand
+    }
+
     /// A host-side copy of `len` bytes between GPU memory and host DRAM on
     /// the GPU's link (the bounce of a GPU buffer through host memory):
     /// the board's clock moves to the copy's end, since the command that

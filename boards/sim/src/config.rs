@@ -41,6 +41,9 @@ pub struct SimConfig {
     pub gpu: GpuModel,
     /// Seeded NAND faults (none by default).
     pub faults: NandFaults,
+    /// Keep the sequence journal in flash and boot through it (survives
+    /// power loss: see `firmware::Device::boot`). Off by default.
+    pub journal: bool,
 }
 
 impl SimConfig {
@@ -59,6 +62,7 @@ impl SimConfig {
             mdts_bytes: 2 << 20,
             gpu: GpuModel::default(),
             faults: NandFaults::default(),
+            journal: false,
         }
     }
 

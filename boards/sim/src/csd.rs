@@ -26,7 +26,34 @@ impl SimCsd {
             .validate()
             .map_err(|e| SimError::Config(format!("geometry {:?}: {e:?}", cfg.geometry)))?;
         let board = SimBoard::new(&cfg);
-        let dev = Device::new(board, cfg.device_config())
+        let dev = if cfg.journal {
+            Device::boot(board, cfg.device_config())
+        } else {
+            Device::new(board, cfg.device_config())
+        }
+        .map_err(|e| SimError::Device(format!("{e:?}")))?;
+        Ok(Self { dev })
+    }
+
+    /// Cuts the drive's power after `nand_ops` more flash commands (see
+    /// `NandSim::cut_power_after`); commands that need flash from then on
+    /// fail.
+    pub fn cut_power_after(&mut self, nand_ops: u64) {
+        self.dev.board_mut().nand_mut().cut_power_after(nand_ops);
+    }
+
+    /// Whether the power is cut.
+    pub fn power_lost(&self) -> bool {
+        self.dev.board().nand().power_lost()
+    }
+
+    /// Power back on: a new board (host memory, queues, DRAM all fresh)
+    /// around this one's flash, booted through the journal (`cfg.journal`
+    /// should be set, as it was for the first life).
+    pub fn restart(self, cfg: SimConfig) -> Result<Self, SimError> {
+        let nand = self.dev.into_board().into_nand();
+        let board = SimBoard::with_nand(&cfg, nand);
+        let dev = Device::boot(board, cfg.device_config())
             .map_err(|e| SimError::Device(format!("{e:?}")))?;
         Ok(Self { dev })
     }

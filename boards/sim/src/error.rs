@@ -35,6 +35,9 @@ pub enum SimError {
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum NandError {
+    /// The board lost power (simulated): nothing more reaches the flash.
+    #[error("power lost")]
+    PowerLost,
     /// The address lies outside the geometry.
     #[error("address outside the geometry: {0}")]
     OutOfRange(String),

@@ -97,6 +97,11 @@ impl SimTransport {
         &self.dev
     }
 
+    /// The board, taken back (power loss and restart in tests).
+    pub fn into_device(self) -> SimCsd {
+        self.dev
+    }
+
     /// The board, mutable (fault injection in tests).
     pub fn device_mut(&mut self) -> &mut SimCsd {
         &mut self.dev

@@ -71,6 +71,10 @@ pub struct NandSim {
     seq: u64,
     counters: NandCounters,
     faults: faults::FaultDice,
+    /// Commands submitted since power-on, and the one after which power
+    /// is lost (simulated power cut).
+    ops: u64,
+    cut_after: Option<u64>,
 }
 
 impl NandSim {
@@ -88,7 +92,29 @@ impl NandSim {
                 ..NandCounters::default()
             },
             faults: faults::FaultDice::default(),
+            ops: 0,
+            cut_after: None,
         }
+    }
+
+    /// Cuts power after `ops` more commands: the last one is torn (a
+    /// program leaves its page unreadable), every later one fails with
+    /// [`NandError::PowerLost`].
+    pub fn cut_power_after(&mut self, ops: u64) {
+        self.cut_after = Some(self.ops + ops);
+    }
+
+    /// Whether power has been cut.
+    pub fn power_lost(&self) -> bool {
+        self.cut_after.is_some_and(|n| self.ops >= n)
+    }
+
+    /// Power comes back: commands in flight are gone, the cut is cleared;
+    /// the array keeps what was written.
+    pub fn restore_power(&mut self) {
+        self.outstanding.clear();
+        self.per_die.iter_mut().for_each(|d| *d = 0);
+        self.cut_after = None;
     }
 
     /// Turns on seeded faults (see [`NandFaults`]).
@@ -104,6 +130,9 @@ impl NandSim {
     /// Queues `cmd` at virtual time `now`; `WouldBlock` when the die's queue
     /// is full.
     pub fn submit(&mut self, now: u64, tag: u32, cmd: NandCmd<'_>) -> nb::Result<(), NandError> {
+        if self.power_lost() {
+            return Err(nb::Error::Other(NandError::PowerLost));
+        }
         let (channel, way) = match cmd {
             NandCmd::Read { ppa, .. } | NandCmd::Program { ppa, .. } => {
                 self.array.check_page(ppa)?;
@@ -164,6 +193,13 @@ impl NandSim {
         };
         // A slow channel stretches the operation.
         let finish = now + (finish.saturating_sub(now)) * self.faults.slowdown(channel);
+        self.ops += 1;
+        if self.power_lost() {
+            // The last command before the cut is torn.
+            if let NandCmd::Program { ppa, .. } = cmd {
+                self.array.inject_uncorrectable(ppa);
+            }
+        }
         let done = NandDone {
             tag,
             status,
