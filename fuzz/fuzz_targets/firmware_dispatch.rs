@@ -99,7 +99,10 @@ fuzz_target!(|data: &[u8]| {
         } else if t.submit(req).is_err() {
             reap_all(&mut t);
         }
-        assert!(!t.device().fatal(), "controller fatal after {commands} commands");
+        assert!(
+            !t.device().fatal(),
+            "controller fatal after {commands} commands"
+        );
     }
     reap_all(&mut t);
     assert!(!t.device().fatal());

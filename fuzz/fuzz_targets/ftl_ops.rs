@@ -9,18 +9,18 @@ use ftl::{Ftl, FtlConfig, Geometry, StreamShape};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    // A small array (2 channels × 2 ways × 16 blocks × 16 pages): the
-    // capacity runs out within one input, and set-up stays cheap.
+    // A small array (2 channels × 2 ways × 4 blocks × 8 pages) and a
+    // 16 KiB DRAM budget: capacity and budget run out within one input.
     let geo = Geometry {
         channels: 2,
         ways: 2,
-        blocks_per_die: 16,
-        pages_per_block: 16,
+        blocks_per_die: 4,
+        pages_per_block: 8,
         page_size: 4096,
     };
     let Ok(mut f) = Ftl::new(FtlConfig {
         geometry: geo,
-        dram_budget: 64 << 10,
+        dram_budget: 16 << 10,
         max_streams: 8,
         bad_blocks: Vec::new(),
     }) else {
@@ -32,8 +32,10 @@ fuzz_target!(|data: &[u8]| {
         let &[kind, a, b, c] = op else { break };
         match kind % 5 {
             0 => {
+                // Head dims up to 126 (odd and zero ones are refused), dim
+                // groups 0..=9 (out-of-range ones are refused).
                 let shape = StreamShape {
-                    head_dim: u16::from(a),
+                    head_dim: u16::from(a % 128),
                     dim_group: b % 10,
                 };
                 if let Ok(id) = f.open_stream(shape) {
@@ -41,11 +43,11 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
             1 | 2 => {
-                let Some(&(id, shape)) = streams.get(usize::from(a) % streams.len().max(1))
-                else {
+                let Some(&(id, shape)) = streams.get(usize::from(a) % streams.len().max(1)) else {
                     continue;
                 };
-                let n = usize::from(b % 40) * usize::from(shape.head_dim);
+                // Up to 12 tokens an append (partial pages, page fills).
+                let n = usize::from(b % 13) * usize::from(shape.head_dim);
                 let k: Vec<u16> = (0..n).map(|i| i as u16 ^ u16::from(c)).collect();
                 let v = k.clone();
                 if kind % 5 == 1 {

@@ -17,7 +17,9 @@ fuzz_target!(|data: &[u8]| {
     let _ = StatsLog::from_bytes(data);
     let _ = DecodeReport::from_bytes(data.get(..32).unwrap_or(data));
     let Some(raw) = data.get(..64) else { return };
-    let Ok(sqe) = Sqe::from_bytes(raw) else { return };
+    let Ok(sqe) = Sqe::from_bytes(raw) else {
+        return;
+    };
     // A parsed SQE encodes back to the same bytes.
     assert_eq!(&sqe.to_bytes()[..], raw);
     let _ = VendorCommand::parse(&sqe);
@@ -26,7 +28,9 @@ fuzz_target!(|data: &[u8]| {
     // PRPs of this SQE over a length from the input, lists read from the
     // rest of the input.
     let rest = &data[64..];
-    let len = rest.first().map_or(0, |&b| usize::from(b) << 12 | usize::from(b));
+    let len = rest
+        .first()
+        .map_or(0, |&b| usize::from(b) << 12 | usize::from(b));
     if let Ok(mut w) = PrpWalker::new(sqe.prp1, sqe.prp2, len) {
         let mut budget = 1024;
         while budget > 0 {

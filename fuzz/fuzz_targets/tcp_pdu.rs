@@ -4,12 +4,14 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use proto::Sqe;
 use proto::fabrics::{ConnectData, FabricsCmd};
 use proto::tcp::{CommonHeader, Digests, Pdu, crc32c};
-use proto::Sqe;
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&sel, bytes)) = data.split_first() else { return };
+    let Some((&sel, bytes)) = data.split_first() else {
+        return;
+    };
     let digests = Digests::from_byte(sel & 3);
     if bytes.len() >= 8 {
         let mut ch = [0u8; 8];
@@ -22,7 +24,10 @@ fuzz_target!(|data: &[u8]| {
             Pdu::IcReq { .. } | Pdu::IcResp { .. } | Pdu::TermReq { .. }
         );
         if digested && digests.header && (digests.data || payload.is_empty()) {
-            let mut again = pdu.encode_header(digests, payload.len()).as_bytes().to_vec();
+            let mut again = pdu
+                .encode_header(digests, payload.len())
+                .as_bytes()
+                .to_vec();
             again.extend_from_slice(payload);
             if pdu.data_digest_len(digests, payload.len()) > 0 {
                 again.extend_from_slice(&crc32c(payload).to_le_bytes());
