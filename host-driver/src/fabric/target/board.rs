@@ -67,11 +67,12 @@ pub(crate) fn start(t: SimTransport) -> (BoardQueue, JoinHandle<()>) {
     )
 }
 
-/// A completion for a command the board could not take or finish.
-fn failed(req: &IoRequest, what: &dyn std::fmt::Display) -> IoResult {
+/// A completion for a command the board could not take or finish (the
+/// reply sets the host's cid and queue).
+fn failed(what: &dyn std::fmt::Display) -> IoResult {
     eprintln!("instinfer serve: board: {what}");
     IoResult {
-        cqe: Cqe::new(req.sqe.cid(), 0, 0, Status::INTERNAL_ERROR, 0, false),
+        cqe: Cqe::new(0, 0, 0, Status::INTERNAL_ERROR, 0, false),
         data: Vec::new(),
     }
 }
@@ -85,30 +86,30 @@ fn run(mut t: SimTransport, rx: Receiver<Job>) {
                 Err(_) => break,
             }
         }
-        let mut waiting: HashMap<u16, (Reply, IoRequest)> = HashMap::new();
+        let mut waiting: HashMap<u16, Reply> = HashMap::new();
         for job in batch {
             if job.admin {
-                let res = t.admin(job.req.clone());
-                (job.reply)(res.unwrap_or_else(|e| failed(&job.req, &e)));
+                let res = t.admin(job.req);
+                (job.reply)(res.unwrap_or_else(|e| failed(&e)));
                 continue;
             }
-            match t.submit(job.req.clone()) {
+            match t.submit(job.req) {
                 Ok(cid) => {
-                    waiting.insert(cid, (job.reply, job.req));
+                    waiting.insert(cid, job.reply);
                 }
-                Err(e) => (job.reply)(failed(&job.req, &e)),
+                Err(e) => (job.reply)(failed(&e)),
             }
         }
         while !waiting.is_empty() {
             match t.reap() {
                 Ok((cid, res)) => {
-                    if let Some((reply, _)) = waiting.remove(&cid) {
+                    if let Some(reply) = waiting.remove(&cid) {
                         reply(res);
                     }
                 }
                 Err(e) => {
-                    for (_, (reply, req)) in waiting.drain() {
-                        reply(failed(&req, &e));
+                    for (_, reply) in waiting.drain() {
+                        reply(failed(&e));
                     }
                 }
             }

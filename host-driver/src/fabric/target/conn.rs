@@ -332,6 +332,17 @@ fn write_loop(mut w: BufWriter<TcpStream>, rx: Receiver<Out>, d: Digests, q: &Qu
     fin(&mut w);
 }
 
+/// Hands a completion to the writer: read data only with success.
+fn complete(tx: &Sender<Out>, shared: &Shared, cqe: Cqe, data: Vec<u8>) {
+    shared.stats.commands.fetch_add(1, Ordering::Relaxed);
+    let data = if cqe.status().is_success() {
+        data
+    } else {
+        Vec::new()
+    };
+    let _ = tx.send(Out::Resp(cqe, data));
+}
+
 fn fatal(fes: u16, why: impl Into<String>) -> Stop {
     Stop::Fatal {
         fes,
@@ -343,15 +354,9 @@ fn fatal(fes: u16, why: impl Into<String>) -> Stop {
 impl Conn {
     /// Completes a command with `status`, dwords 0 and 1, and read data.
     pub(crate) fn respond(&self, sqe: &Sqe, status: Status, dw0: u32, dw1: u32, data: Vec<u8>) {
-        self.shared.stats.commands.fetch_add(1, Ordering::Relaxed);
         let mut cqe = Cqe::new(sqe.cid(), self.qid.unwrap_or(0), 0, status, dw0, false);
         cqe.dw1 = dw1;
-        let data = if status.is_success() {
-            data
-        } else {
-            Vec::new()
-        };
-        let _ = self.tx.send(Out::Resp(cqe, data));
+        complete(&self.tx, &self.shared, cqe, data);
     }
 
     /// Completes with a status and nothing else.
@@ -379,17 +384,11 @@ impl Conn {
             if let Some(p) = patch {
                 p(&mut res);
             }
-            shared.stats.commands.fetch_add(1, Ordering::Relaxed);
             let mut cqe = res.cqe;
             cqe.cid = host_sqe.cid();
             cqe.sq_id = qid;
             cqe.status &= !1;
-            let data = if cqe.status().is_success() {
-                res.data
-            } else {
-                Vec::new()
-            };
-            let _ = tx.send(Out::Resp(cqe, data));
+            complete(&tx, &shared, cqe, res.data);
         });
         self.shared
             .stats
