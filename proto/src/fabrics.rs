@@ -41,9 +41,6 @@ pub const COMMAND_SEQUENCE_ERROR: Status = Status::new(0, 0x0C).with_dnr(true);
 pub const INVALID_SGL_DESCRIPTOR: Status = Status::new(0, 0x0D).with_dnr(true);
 /// Generic status (0/0x0E): data SGL length invalid.
 pub const DATA_SGL_LENGTH_INVALID: Status = Status::new(0, 0x0E).with_dnr(true);
-/// Generic status (0/0x08): the command was aborted by a queue deletion
-/// (an Asynchronous Event Request still pending when the queue goes).
-pub const ABORTED_SQ_DELETION: Status = Status::new(0, 0x08);
 
 /// `cntlid` a host puts in the admin Connect for "any controller" (the
 /// dynamic controller model).
@@ -362,8 +359,8 @@ impl FabricsIdentify<'_> {
     }
 }
 
-/// Reads the fields [`FabricsIdentify::patch`] writes (for hosts that
-/// check them).
+/// Reads the fields [`FabricsIdentify::patch`] writes: cntlid, KAS,
+/// IOCCSZ, SGLS (a host learns its in-capsule size from IOCCSZ).
 pub fn identify_fabrics_fields(page: &[u8]) -> Result<(u16, u16, u32, u32), ProtoError> {
     crate::wire::check_len(page, 4096)?;
     Ok((

@@ -218,57 +218,41 @@ impl Queue {
         }
     }
 
-    /// Sends a command capsule (data in the capsule when it fits).
-    fn send(&mut self, mut sqe: Sqe, data: &IoData) -> Result<Outstanding, TransportError> {
-        let mut o = Outstanding::default();
-        let (desc, inline) = match data {
-            IoData::ToDevice(b) if b.len() <= self.in_capsule => (
-                SglDesc {
-                    addr: 0,
-                    len: b.len() as u32,
-                    kind: SGL_IN_CAPSULE,
-                },
-                &b[..],
-            ),
-            IoData::ToDevice(b) => {
-                o.out = b.clone();
-                (
-                    SglDesc {
-                        addr: 0,
-                        len: b.len() as u32,
-                        kind: SGL_TRANSPORT,
-                    },
-                    &[][..],
-                )
-            }
-            IoData::FromDevice(n) => {
-                o.want = *n;
-                (
-                    SglDesc {
-                        addr: 0,
-                        len: *n as u32,
-                        kind: SGL_TRANSPORT,
-                    },
-                    &[][..],
-                )
-            }
-            IoData::None => (
-                SglDesc {
-                    addr: 0,
-                    len: 0,
-                    kind: SGL_TRANSPORT,
-                },
-                &[][..],
-            ),
-        };
-        if data.len() > u32::MAX as usize {
+    /// Sends a command capsule: write data in the capsule when it fits,
+    /// else kept (not copied) for the target's R2Ts.
+    fn send(&mut self, mut sqe: Sqe, data: IoData) -> Result<Outstanding, TransportError> {
+        let len = data.len();
+        if len > u32::MAX as usize {
             return Err(TransportError::BadTransfer {
-                len: data.len(),
+                len,
                 reason: "above 4 GiB".into(),
             });
         }
-        desc.put(&mut sqe);
-        wire::write_pdu(&mut self.w, &Pdu::CapsuleCmd(sqe), self.d, inline)?;
+        let mut o = Outstanding::default();
+        let inline = match data {
+            IoData::ToDevice(b) if b.len() <= self.in_capsule => b,
+            IoData::ToDevice(b) => {
+                o.out = b;
+                Vec::new()
+            }
+            IoData::FromDevice(n) => {
+                o.want = n;
+                Vec::new()
+            }
+            IoData::None => Vec::new(),
+        };
+        let kind = if inline.is_empty() {
+            SGL_TRANSPORT
+        } else {
+            SGL_IN_CAPSULE
+        };
+        SglDesc {
+            addr: 0,
+            len: len as u32,
+            kind,
+        }
+        .put(&mut sqe);
+        wire::write_pdu(&mut self.w, &Pdu::CapsuleCmd(sqe), self.d, &inline)?;
         Ok(o)
     }
 
@@ -378,7 +362,7 @@ struct Admin {
 }
 
 impl Admin {
-    fn run(&mut self, mut sqe: Sqe, data: &IoData) -> Result<IoResult, TransportError> {
+    fn run(&mut self, mut sqe: Sqe, data: IoData) -> Result<IoResult, TransportError> {
         let cid = self.next_cid;
         self.next_cid = self.next_cid.wrapping_add(1);
         sqe.set_cid(cid);
@@ -391,7 +375,7 @@ impl Admin {
         Ok(res)
     }
 
-    fn fabrics(&mut self, cmd: FabricsCmd, data: &IoData) -> Result<Cqe, TransportError> {
+    fn fabrics(&mut self, cmd: FabricsCmd, data: IoData) -> Result<Cqe, TransportError> {
         Ok(self.run(cmd.to_sqe(), data)?.cqe)
     }
 }
@@ -502,7 +486,7 @@ impl NvmeTcp {
                 cattr: 0,
                 kato: o.kato_ms,
             },
-            &connect_data(url, o, fabrics::CNTLID_DYNAMIC, hostid)?,
+            connect_data(url, o, fabrics::CNTLID_DYNAMIC, hostid)?,
         )?;
         ok("Connect (admin queue)", &cqe)?;
         let cntlid = cqe.dw0 as u16;
@@ -511,7 +495,7 @@ impl NvmeTcp {
                 wide: true,
                 offset: PROP_CAP,
             },
-            &IoData::None,
+            IoData::None,
         )?;
         ok("Property Get CAP", &cap)?;
         let cap = u64::from(cap.dw0) | u64::from(cap.dw1) << 32;
@@ -527,7 +511,7 @@ impl NvmeTcp {
                     offset: PROP_CC,
                     value: cc,
                 },
-                &IoData::None,
+                IoData::None,
             )?,
         )?;
         let start = Instant::now();
@@ -537,7 +521,7 @@ impl NvmeTcp {
                     wide: false,
                     offset: PROP_CSTS,
                 },
-                &IoData::None,
+                IoData::None,
             )?;
             ok("Property Get CSTS", &csts)?;
             if csts.dw0 & 2 != 0 {
@@ -553,7 +537,7 @@ impl NvmeTcp {
         }
         let mut nq = Sqe::new(Opcode(0x09));
         nq.cdw10 = 0x07;
-        let r = admin.run(nq, &IoData::None)?;
+        let r = admin.run(nq, IoData::None)?;
         ok("Set Features (Number of Queues)", &r.cqe)?;
         let entries = usize::from(o.queue_entries).clamp(2, mqes);
         let mut io = Queue::connect(url, o, 1)?;
@@ -571,7 +555,7 @@ impl NvmeTcp {
                 cattr: 0,
                 kato: 0,
             },
-            &connect_data(url, o, cntlid, hostid)?,
+            connect_data(url, o, cntlid, hostid)?,
         )?;
         ok("Connect (I/O queue)", &cqe)?;
         Ok((admin, conn.q, cntlid, entries - 1))
@@ -630,11 +614,12 @@ impl NvmeTcp {
     fn ioccsz(admin: &mut Admin) -> Option<usize> {
         let mut sqe = Sqe::new(Opcode::IDENTIFY);
         sqe.cdw10 = 1;
-        let r = admin.run(sqe, &IoData::FromDevice(4096)).ok()?;
+        let r = admin.run(sqe, IoData::FromDevice(4096)).ok()?;
         if !r.cqe.status().is_success() || r.data.len() != 4096 {
             return None;
         }
-        let ioccsz = u32::from_le_bytes(r.data[1792..1796].try_into().ok()?) as usize;
+        let (_, _, ioccsz, _) = fabrics::identify_fabrics_fields(&r.data).ok()?;
+        let ioccsz = ioccsz as usize;
         Some((ioccsz * 16).saturating_sub(64))
     }
 
@@ -654,7 +639,7 @@ impl NvmeTcp {
             .admin
             .lock()
             .map_err(|_| TransportError::DeviceFailed("admin queue poisoned".into()))?;
-        let r = a.run(Sqe::new(Opcode(0x18)), &IoData::None)?;
+        let r = a.run(Sqe::new(Opcode(0x18)), IoData::None)?;
         ok("Keep Alive", &r.cqe)
     }
 
@@ -686,7 +671,7 @@ fn keep_alive(admin: &Mutex<Admin>, stop: &AtomicBool, every: Duration) {
         }
         last = Instant::now();
         let Ok(mut a) = admin.lock() else { return };
-        if a.run(Sqe::new(Opcode(0x18)), &IoData::None).is_err() {
+        if a.run(Sqe::new(Opcode(0x18)), IoData::None).is_err() {
             return;
         }
     }
@@ -704,7 +689,7 @@ impl Drop for NvmeTcp {
                     offset: PROP_CC,
                     value: 1 | 6 << 16 | 4 << 20 | 1 << 14,
                 },
-                &IoData::None,
+                IoData::None,
             );
         }
     }
@@ -719,7 +704,7 @@ impl Transport for NvmeTcp {
             .admin
             .lock()
             .map_err(|_| TransportError::DeviceFailed("admin queue poisoned".into()))?;
-        a.run(req.sqe, &req.data)
+        a.run(req.sqe, req.data)
     }
 
     fn submit(&mut self, req: IoRequest) -> Result<u16, TransportError> {
@@ -734,7 +719,7 @@ impl Transport for NvmeTcp {
         });
         let mut sqe = req.sqe;
         sqe.set_cid(cid);
-        let o = match self.io.send(sqe, &req.data) {
+        let o = match self.io.send(sqe, req.data) {
             Ok(o) => o,
             Err(e) => return Err(self.broke(e)),
         };
