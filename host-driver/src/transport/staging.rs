@@ -9,6 +9,17 @@ use proto::prp::{self, ENTRIES_PER_LIST, PAGE};
 use super::{IoData, TransportError};
 use crate::dma::{GpuPath, Placement};
 
+/// Refuses a transfer the PRPs cannot describe.
+fn prp_limit(len: usize) -> Result<(), TransportError> {
+    if len > prp::MAX_LEN {
+        return Err(TransportError::BadTransfer {
+            len,
+            reason: format!("above the {} byte PRP limit", prp::MAX_LEN),
+        });
+    }
+    Ok(())
+}
+
 /// Host memory pages behind one command's data.
 #[derive(Debug)]
 pub(crate) struct Buffers {
@@ -50,12 +61,7 @@ pub(crate) fn stage(
     }
     sqe.prp1 = 0;
     sqe.prp2 = 0;
-    if len > prp::MAX_LEN {
-        return Err(TransportError::BadTransfer {
-            len,
-            reason: format!("above the {} byte PRP limit", prp::MAX_LEN),
-        });
-    }
+    prp_limit(len)?;
     let plan = prp::layout(len, 0);
     bufs.data_pages = mem.alloc(len);
     bufs.list_pages = mem.alloc(plan.list_pages * PAGE);
@@ -152,12 +158,7 @@ pub(crate) fn stage_on(
     if len == 0 {
         return stage(dev.host_memory(), sqe, data);
     }
-    if len > prp::MAX_LEN {
-        return Err(TransportError::BadTransfer {
-            len,
-            reason: format!("above the {} byte PRP limit", prp::MAX_LEN),
-        });
-    }
+    prp_limit(len)?;
     sqe.prp1 = 0;
     sqe.prp2 = 0;
     let mem = dev.host_memory();
