@@ -76,31 +76,17 @@ pub(crate) fn read_pages<B: Nand>(
     counters: &mut Counters,
     mut sink: impl FnMut(&mut B, usize, &[u8]) -> Result<(), Status>,
 ) -> Result<(), Status> {
-    let mut failed: Vec<usize> = Vec::new();
-    let mut aborted = false;
-    {
-        let mut on_done = |b: &mut B, done: NandDone, data: &[u8]| -> Result<(), Status> {
-            if done.status != NandStatus::Ok {
-                failed.push(done.tag as usize);
-                return Ok(());
-            }
-            counters.pages_read += 1;
-            counters.bus_bytes += data.len() as u64;
-            sink(b, done.tag as usize, data)
-        };
-        let order: Vec<usize> = (0..reads.len()).collect();
-        submit_reads(board, reads, &order, buf, &mut on_done)?;
-    }
     // Read retry: a page that failed ECC is read again (a real controller
     // shifts its read voltages); only a page that fails every time fails
     // the batch, after the rest has drained: the engine never sees data
-    // from a failed read.
-    for _ in 0..READ_RETRIES {
-        if failed.is_empty() {
-            break;
+    // from a failed read. Once the sink refuses, it is not called again.
+    let mut order: Vec<usize> = (0..reads.len()).collect();
+    let mut aborted = false;
+    for round in 0..=READ_RETRIES {
+        if round > 0 {
+            counters.read_retries += order.len() as u64;
         }
-        let again = core::mem::take(&mut failed);
-        counters.read_retries += again.len() as u64;
+        let mut failed = Vec::new();
         let mut on_done = |b: &mut B, done: NandDone, data: &[u8]| -> Result<(), Status> {
             if done.status != NandStatus::Ok {
                 failed.push(done.tag as usize);
@@ -112,17 +98,16 @@ pub(crate) fn read_pages<B: Nand>(
                 return Ok(());
             }
             let r = sink(b, done.tag as usize, data);
-            if r.is_err() {
-                aborted = true;
-            }
+            aborted = r.is_err();
             r
         };
-        submit_reads(board, reads, &again, buf, &mut on_done)?;
+        submit_reads(board, reads, &order, buf, &mut on_done)?;
+        if failed.is_empty() {
+            return Ok(());
+        }
+        order = failed;
     }
-    if !failed.is_empty() {
-        return Err(Status::MEDIA_ERROR);
-    }
-    Ok(())
+    Err(Status::MEDIA_ERROR)
 }
 
 /// Reads of a page that fails ECC before the batch fails.
