@@ -14,7 +14,7 @@ use std::ops::Range;
 use attention::shape::Method;
 use proto::{DecodeReport, SeqShape, StatsLog};
 
-use crate::csd::{Approx, Csd, CsdError, DecodeInput, DecodeOutput, Ticket};
+use crate::csd::{Approx, Csd, CsdError, DecodeInput, DecodeOutput, RetryPolicy, Ticket};
 use crate::transport::{DeviceTime, Transport};
 
 /// A decode in flight on the array: one ticket per device taking part.
@@ -188,8 +188,9 @@ impl<T: Transport> CsdArray<T> {
         Ok(())
     }
 
-    /// Submits one decode to every device holding part of `seq`.
-    pub fn submit_decode(&mut self, req: &ArrayDecode<'_>) -> Result<ArrayTicket, CsdError> {
+    /// Each device's share of `req`: the device index and its slices of
+    /// the query, the new token and the rotated inputs.
+    fn parts<'a>(&self, req: &ArrayDecode<'a>) -> Result<Vec<(usize, DecodeInput<'a>)>, CsdError> {
         let (shape, ranges) = self.seq(req.seq)?;
         let d = usize::from(shape.head_dim);
         let g = usize::from(shape.group);
@@ -218,10 +219,6 @@ impl<T: Transport> CsdArray<T> {
             if r.is_empty() {
                 continue;
             }
-            let q = &req.q[r.start * g * d..r.end * g * d];
-            let kv = req
-                .kv_new
-                .map(|(k, v)| (&k[r.start * d..r.end * d], &v[r.start * d..r.end * d]));
             let qs = r.start * g * d..r.end * g * d;
             let ks = r.start * d..r.end * d;
             let approx = req.approx.map(|a| Approx {
@@ -229,10 +226,20 @@ impl<T: Transport> CsdArray<T> {
                 k_new: a.k_new.and_then(|x| x.get(ks.clone())),
             });
             let input = DecodeInput {
-                q,
-                kv_new: kv,
+                q: &req.q[qs],
+                kv_new: req.kv_new.map(|(k, v)| (&k[ks.clone()], &v[ks.clone()])),
                 approx,
             };
+            parts.push((i, input));
+        }
+        Ok(parts)
+    }
+
+    /// Submits one decode to every device holding part of `seq`.
+    pub fn submit_decode(&mut self, req: &ArrayDecode<'_>) -> Result<ArrayTicket, CsdError> {
+        let inputs = self.parts(req)?;
+        let mut parts = Vec::with_capacity(inputs.len());
+        for (i, input) in inputs {
             match self.devices[i].submit_decode_with(
                 req.seq,
                 req.layer,
@@ -249,6 +256,46 @@ impl<T: Transport> CsdArray<T> {
             }
         }
         Ok(ArrayTicket { parts })
+    }
+
+    /// One decode, device by device, each run again under `policy` after
+    /// transient failures ([`Csd::decode_retrying`]): the way back after a
+    /// failed batch, where each device may or may not hold the new token.
+    /// Returns the merged output (or the first device's error: the other
+    /// devices are still run) and the re-runs summed over devices.
+    pub fn decode_retrying(
+        &mut self,
+        req: &ArrayDecode<'_>,
+        policy: RetryPolicy,
+    ) -> (Result<DecodeOutput, CsdError>, u32) {
+        let parts = match self.parts(req) {
+            Ok(p) => p,
+            Err(e) => return (Err(e), 0),
+        };
+        let mut outs = Vec::new();
+        let mut retries = 0;
+        let mut first_err = None;
+        for (i, input) in parts {
+            let (o, r) = self.devices[i].decode_retrying(
+                req.seq,
+                req.layer,
+                req.position,
+                input,
+                req.method,
+                policy,
+            );
+            retries += r.retries;
+            match o {
+                Ok(o) => outs.push((i, o)),
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        match first_err {
+            Some(e) => (Err(e), retries),
+            None => (Ok(merge(outs)), retries),
+        }
     }
 
     /// Fetches many decodes: every device's fetches are queued before any

@@ -14,6 +14,7 @@ mod gpu_staged;
 mod host_dense;
 mod in_storage;
 pub(crate) mod lengths;
+pub mod recovery;
 mod rotation;
 mod ssd_offload;
 
@@ -21,6 +22,7 @@ pub use error::BackendError;
 pub use gpu_staged::GpuStaged;
 pub use host_dense::{Arithmetic, GuardStats, HostDense};
 pub use in_storage::InStorage;
+pub use recovery::Recovery;
 pub use rotation::Rotation;
 pub use ssd_offload::SsdOffload;
 

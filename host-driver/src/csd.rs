@@ -19,10 +19,12 @@ mod identify;
 pub mod payload;
 mod probe;
 mod reply;
+mod retry;
 
 pub use error::CsdError;
 pub use identify::DeviceInfo;
 pub use probe::{Drive, PlainDrive, probe};
+pub use retry::{RetryPolicy, RetryReport};
 
 use identify::identify;
 use reply::{bad_reply, check_status, parse_fetch};

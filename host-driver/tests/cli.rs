@@ -339,6 +339,34 @@ fn gpu_paths_explain_themselves_without_a_gpu() {
     }
 }
 
+/// The recovery options: a host copy needs a drive backend, retries are
+/// bounded; with both, a run on the simulated drive completes (the drive
+/// fails nothing, so the summary reports no recovery).
+#[test]
+fn recovery_options_are_checked_and_run() {
+    let host = bin()
+        .args([
+            "run",
+            "--backend",
+            "host",
+            "--host-copy",
+            "--max-tokens",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(host.status.code(), Some(2), "{}", stderr(&host));
+    assert!(stderr(&host).contains("--host-copy"), "{}", stderr(&host));
+    let many = bin().args(["run", "--retries", "17"]).output().unwrap();
+    assert_eq!(many.status.code(), Some(2), "{}", stderr(&many));
+    let ok = bin()
+        .args(["run", "--host-copy", "--retries", "3", "--max-tokens", "3"])
+        .output()
+        .unwrap();
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    assert!(!stderr(&ok).contains("recovery:"), "{}", stderr(&ok));
+}
+
 /// Ctrl-C during `run`: the generation stops at the next token, the
 /// sequences on the drive are closed, and the exit status is 130.
 #[test]

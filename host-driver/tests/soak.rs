@@ -3,7 +3,9 @@
 //! simulated drive with NAND faults on, for a bounded time
 //! (`INSTINFER_SOAK_SECONDS`, default 15). Every step's outputs either
 //! equal the host's engine-arithmetic model bit for bit or the step fails
-//! with the drive's status (the sequence set then stops: failed loudly);
+//! with the drive's status (the sequence set then stops: failed loudly).
+//! The backend runs the host policy (`backend::recovery`): retries on the
+//! drive, then a recompute from its host copy;
 //! no deadlock (every step returns), and the board's host memory and
 //! sequence table come back to where they started (bounded memory).
 
@@ -41,6 +43,7 @@ fn sixty_four_sequences_of_every_layer_under_faults() {
     };
     let t = SimTransport::with_device(SimCsd::new(cfg).unwrap(), 64).unwrap();
     let mut csd = InStorage::new(CsdArray::new(vec![Csd::new(t).unwrap()]).unwrap(), 1);
+    csd.keep_host_copy().unwrap();
     let mut host = HostDense::engine();
     let mapped = |b: &mut InStorage<SimTransport>| {
         b.array_mut().devices_mut()[0]
@@ -93,6 +96,7 @@ fn sixty_four_sequences_of_every_layer_under_faults() {
         f.erases,
         failed.as_deref().unwrap_or("no step failed")
     );
+    eprintln!("soak: recovery {:?}", csd.recovery());
     assert!(steps > 0 || failed.is_some());
     w.close(&mut csd).unwrap();
     // Bounded memory: no sequence left, no staging page left behind, and

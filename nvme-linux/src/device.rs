@@ -70,7 +70,19 @@ pub trait Passthru {
     fn max_transfer(&self) -> usize;
     /// The namespace id of I/O commands that carry none.
     fn nsid(&self) -> u32;
+    /// The timeout every command carries, ms (see [`COMMAND_TIMEOUT_MS`]).
+    fn timeout_ms(&self) -> u32 {
+        COMMAND_TIMEOUT_MS
+    }
 }
+
+/// The timeout every passthrough command carries (`timeout_ms` of the
+/// kernel's command structure), ms. The kernel's NVMe driver aborts a
+/// command that has not completed by then, resets the controller if the
+/// abort fails, and the call returns with an error status: a stuck drive
+/// does not hang its host. 30 s is the driver's default for I/O; admin
+/// commands get the same bound here instead of its 60 s.
+pub const COMMAND_TIMEOUT_MS: u32 = 30_000;
 
 /// A controller (`/dev/nvmeX`) and a namespace of it.
 #[derive(Debug)]
@@ -80,6 +92,7 @@ pub struct Device {
     nsid: u32,
     path: PathBuf,
     max_transfer: usize,
+    timeout_ms: u32,
 }
 
 fn io_err(what: impl Into<String>, source: std::io::Error) -> NvmeError {
@@ -125,6 +138,7 @@ impl Device {
             nsid,
             path: ns.to_path_buf(),
             max_transfer: KERNEL_MAX_TRANSFER,
+            timeout_ms: COMMAND_TIMEOUT_MS,
         })
     }
 
@@ -151,6 +165,11 @@ impl Device {
         }
     }
 
+    /// Sets the timeout of every later command, ms (at least 1).
+    pub fn set_timeout_ms(&mut self, ms: u32) {
+        self.timeout_ms = ms.max(1);
+    }
+
     /// Runs `sqe` as an admin (`admin`) or I/O command with `data`; an I/O
     /// command without a namespace id gets this namespace's.
     pub fn exec(
@@ -174,6 +193,7 @@ pub fn exec<P: Passthru + ?Sized>(
     if !admin && cmd.nsid == 0 {
         cmd.nsid = p.nsid();
     }
+    cmd.timeout_ms = p.timeout_ms();
     let len = data.len();
     if len > p.max_transfer() {
         return Err(NvmeError::TooLarge {
@@ -191,6 +211,10 @@ impl Passthru for Device {
 
     fn nsid(&self) -> u32 {
         self.nsid
+    }
+
+    fn timeout_ms(&self) -> u32 {
+        self.timeout_ms
     }
 
     fn passthru(
@@ -243,6 +267,43 @@ mod tests {
         for bad in ["/dev/sda", "/dev/nvme0", "/dev/ngn1", "/dev/nvmeXn1"] {
             assert_eq!(controller_of(Path::new(bad)), None, "{bad}");
         }
+    }
+
+    /// Records the command it is given.
+    struct Recorder(Option<PassthruCmd>);
+
+    impl Passthru for Recorder {
+        fn passthru(
+            &mut self,
+            _: bool,
+            cmd: &mut PassthruCmd,
+            _: Data<'_>,
+        ) -> Result<Completion, NvmeError> {
+            self.0 = Some(*cmd);
+            Ok(Completion { status: 0, dw0: 0 })
+        }
+        fn max_transfer(&self) -> usize {
+            4096
+        }
+        fn nsid(&self) -> u32 {
+            7
+        }
+    }
+
+    #[test]
+    fn every_command_carries_the_timeout_and_a_namespace() {
+        let mut r = Recorder(None);
+        let sqe = Sqe::new(proto::Opcode(0xC1));
+        exec(&mut r, false, &sqe, Data::None).unwrap();
+        let c = r.0.take().unwrap();
+        assert_eq!((c.timeout_ms, c.nsid), (COMMAND_TIMEOUT_MS, 7));
+        exec(&mut r, true, &sqe, Data::None).unwrap();
+        assert_eq!(r.0.unwrap().timeout_ms, COMMAND_TIMEOUT_MS);
+        let big = [0u8; 8192];
+        assert!(matches!(
+            exec(&mut r, false, &sqe, Data::Out(&big)),
+            Err(NvmeError::TooLarge { .. })
+        ));
     }
 
     #[test]

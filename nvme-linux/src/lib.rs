@@ -32,7 +32,7 @@ pub mod vfio;
 
 pub use cmd::PassthruCmd;
 #[cfg(target_os = "linux")]
-pub use device::{Completion, Data, Device, Passthru, exec};
+pub use device::{COMMAND_TIMEOUT_MS, Completion, Data, Device, Passthru, exec};
 #[cfg(target_os = "linux")]
 pub use uring::Uring;
 

@@ -30,6 +30,7 @@ pub struct Uring {
     nsid: u32,
     next: u64,
     inflight: HashMap<u64, InFlight>,
+    timeout_ms: u32,
 }
 
 impl std::fmt::Debug for Uring {
@@ -66,7 +67,15 @@ impl Uring {
             nsid,
             next: 0,
             inflight: HashMap::new(),
+            timeout_ms: crate::COMMAND_TIMEOUT_MS,
         })
+    }
+
+    /// Sets the timeout of every later command, ms (at least 1; see
+    /// [`crate::COMMAND_TIMEOUT_MS`]): the kernel completes a command that
+    /// outlives it with an error, so [`Self::complete`] never waits longer.
+    pub fn set_timeout_ms(&mut self, ms: u32) {
+        self.timeout_ms = ms.max(1);
     }
 
     /// Commands submitted and not completed.
@@ -87,6 +96,7 @@ impl Uring {
         if cmd.nsid == 0 {
             cmd.nsid = self.nsid;
         }
+        cmd.timeout_ms = self.timeout_ms;
         let tag = self.next;
         self.next += 1;
         let mut f = InFlight { buf, read };

@@ -17,7 +17,7 @@
 //!   under QEMU: see [`qemu`].
 //! - `cargo xtask guest-test` — the Linux NVMe transports in a QEMU x86
 //!   guest: see [`guest`].
-//! - `cargo xtask fuzz [--seconds N] [--target T]` — the cargo-fuzz
+//! - `cargo xtask fuzz [--seconds N | --runs N] [--target T] [--sanitizer S]` — the cargo-fuzz
 //!   targets in `fuzz/`: see [`fuzz`].
 //! - `cargo xtask flash --board daisyplus|cosmos-plus` — what a real board
 //!   needs, and the vendor tools where present: see [`flash`].

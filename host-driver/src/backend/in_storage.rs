@@ -3,21 +3,25 @@
 //! batch is submitted in full (every step, every device) before any result
 //! is fetched.
 //!
-//! Positions are tracked on the host per (sequence, layer). If a batch
-//! fails, the device may have appended some steps' tokens while the host
-//! counts none of them: close and reopen the sequence after a failed batch.
+//! Positions are tracked on the host per (sequence, layer). A failed batch
+//! is retried, and recomputed on the host where the backend keeps a copy:
+//! see [`super::recovery`] for the policy. A step that still fails leaves
+//! its token's presence on the drive unknown: close the sequence.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use attention::shape::{BasisKind, Method};
 
 use crate::array::{ArrayDecode, CsdArray};
-use crate::csd::Approx;
+use crate::csd::{Approx, CsdError, RetryPolicy};
 use crate::measure::{Phase, PhaseCounters};
 use crate::transport::Transport;
 
 use super::lengths::Lengths;
-use super::{AttentionBackend, BackendError, DecodeStep, ModelShape, Rotation, to_f16_bits};
+use super::recovery::Recovery;
+use super::{
+    AttentionBackend, BackendError, DecodeStep, HostDense, ModelShape, Rotation, to_f16_bits,
+};
 
 /// Attention on computational SSDs.
 #[derive(Debug)]
@@ -30,6 +34,12 @@ pub struct InStorage<T: Transport> {
     basis: BasisKind,
     /// The rotated sequences' bases.
     rotations: HashMap<u32, Rotation>,
+    retry: RetryPolicy,
+    /// Every open sequence's KV in host memory (engine model), if kept.
+    host_copy: Option<HostDense>,
+    /// Sequences served from the host copy since the drive failed them.
+    moved: HashSet<u32>,
+    recovery: Recovery,
 }
 
 impl<T: Transport> InStorage<T> {
@@ -42,6 +52,57 @@ impl<T: Transport> InStorage<T> {
             lengths: Lengths::default(),
             basis: BasisKind::Raw,
             rotations: HashMap::new(),
+            retry: RetryPolicy::default(),
+            host_copy: None,
+            moved: HashSet::new(),
+            recovery: Recovery::default(),
+        }
+    }
+
+    /// Sets how often a failed step is run again on the drive.
+    pub fn set_retry(&mut self, policy: RetryPolicy) {
+        self.retry = policy;
+    }
+
+    /// Keeps a copy of every sequence's KV in host memory, from which a
+    /// step the drive fails for good is recomputed (see
+    /// [`super::recovery`]). It costs host memory of the whole KV cache; it
+    /// must be asked for before any sequence is opened.
+    pub fn keep_host_copy(&mut self) -> Result<(), BackendError> {
+        if !self.lengths.is_empty() {
+            return Err(BackendError::Shape(
+                "a host copy must be kept from before the first sequence is opened".into(),
+            ));
+        }
+        self.host_copy = Some(HostDense::engine());
+        Ok(())
+    }
+
+    /// What recovery did so far.
+    pub fn recovery(&self) -> Recovery {
+        self.recovery
+    }
+
+    /// Whether `seq` is served from the host copy.
+    pub fn is_moved(&self, seq: u32) -> bool {
+        self.moved.contains(&seq)
+    }
+
+    /// Steps computed from the host copy (sequences moved there).
+    fn host_decode(&mut self, steps: &[DecodeStep<'_>]) -> Result<Vec<Vec<f32>>, BackendError> {
+        self.host_copy
+            .as_mut()
+            .ok_or_else(|| BackendError::Shape("a moved sequence without a host copy".into()))?
+            .decode(steps)
+    }
+
+    /// Moves `seq` to the host copy: its drive pages are released (best
+    /// effort: the drive has just failed).
+    fn move_to_host(&mut self, seq: u32) {
+        if self.moved.insert(seq) {
+            self.recovery.sequences_moved += 1;
+            self.rotations.remove(&seq);
+            let _ = self.array.close(seq);
         }
     }
 
@@ -80,9 +141,18 @@ impl<T: Transport> AttentionBackend for InStorage<T> {
             rotated: self.basis != BasisKind::Raw,
         };
         self.lengths.open(seq, shape)?;
+        if let Some(h) = &mut self.host_copy {
+            if let Err(e) = h.open(seq, shape) {
+                let _ = self.lengths.close(seq);
+                return Err(e);
+            }
+        }
         if let Err(e) = self.array.open(seq, dev_shape) {
             // Undo the book-keeping; the open error is the one to report.
             let _ = self.lengths.close(seq);
+            if let Some(h) = &mut self.host_copy {
+                let _ = h.close(seq);
+            }
             return Err(e.into());
         }
         if dev_shape.rotated {
@@ -97,22 +167,46 @@ impl<T: Transport> AttentionBackend for InStorage<T> {
         if n == 0 {
             return Ok(());
         }
-        let first = narrow("position", self.lengths.len(seq, layer)?)?;
-        let k_dim = self.rotations.get_mut(&seq).map(|r| r.keys(layer, k));
-        self.array.append_with_dim_copy(
-            seq,
-            narrow("layer", layer)?,
-            first,
-            &to_f16_bits(k),
-            &to_f16_bits(v),
-            k_dim.as_deref(),
-        )?;
+        if !self.moved.contains(&seq) {
+            let first = narrow("position", self.lengths.len(seq, layer)?)?;
+            let k_dim = self.rotations.get_mut(&seq).map(|r| r.keys(layer, k));
+            let r = self.array.append_with_dim_copy(
+                seq,
+                narrow("layer", layer)?,
+                first,
+                &to_f16_bits(k),
+                &to_f16_bits(v),
+                k_dim.as_deref(),
+            );
+            if let Err(e) = r {
+                if self.host_copy.is_none() {
+                    self.recovery.failed += 1;
+                    return Err(e.into());
+                }
+                self.move_to_host(seq);
+            }
+        }
+        if let Some(h) = &mut self.host_copy {
+            h.append(seq, layer, k, v)?;
+        }
         self.lengths.grow(seq, layer, n);
         Ok(())
     }
 
     fn decode(&mut self, batch: &[DecodeStep<'_>]) -> Result<Vec<Vec<f32>>, BackendError> {
         self.lengths.check_batch(batch)?;
+        let mut outs: Vec<Option<Vec<f32>>> = vec![None; batch.len()];
+        let (on_drive, on_host): (Vec<usize>, Vec<usize>) =
+            (0..batch.len()).partition(|&i| !self.moved.contains(&batch[i].seq));
+        if !on_host.is_empty() {
+            let steps: Vec<DecodeStep<'_>> = on_host.iter().map(|&i| batch[i]).collect();
+            let o = self.host_decode(&steps)?;
+            self.recovery.steps_on_host += steps.len() as u64;
+            for (&i, o) in on_host.iter().zip(o) {
+                outs[i] = Some(o);
+            }
+        }
+        let steps: Vec<DecodeStep<'_>> = on_drive.iter().map(|&i| batch[i]).collect();
         struct Wire {
             q: Vec<u16>,
             kv: Option<(Vec<u16>, Vec<u16>)>,
@@ -122,7 +216,7 @@ impl<T: Transport> AttentionBackend for InStorage<T> {
             position: u32,
         }
         let mut wire = Vec::with_capacity(batch.len());
-        for s in batch {
+        for s in &steps {
             let len = self.lengths.len(s.seq, s.layer)?;
             // With a new token it lands at `len`; otherwise the query is the last token.
             let position = if s.kv_new.is_some() { len } else { len - 1 };
@@ -144,7 +238,7 @@ impl<T: Transport> AttentionBackend for InStorage<T> {
                 position: narrow("position", position)?,
             });
         }
-        let reqs: Vec<ArrayDecode<'_>> = batch
+        let reqs: Vec<ArrayDecode<'_>> = steps
             .iter()
             .zip(&wire)
             .map(|(s, w)| ArrayDecode {
@@ -160,17 +254,63 @@ impl<T: Transport> AttentionBackend for InStorage<T> {
                 method: s.method,
             })
             .collect();
-        let outs = self.array.decode_batch(&reqs)?;
-        for s in batch.iter().filter(|s| s.kv_new.is_some()) {
-            self.lengths.grow(s.seq, s.layer, 1);
+        let results: Vec<Result<Vec<f32>, CsdError>> = match self.array.decode_batch(&reqs) {
+            Ok(o) => o.into_iter().map(|o| Ok(o.out)).collect(),
+            Err(_) => {
+                // Step by step, each retried on the drive.
+                self.recovery.batches_failed += 1;
+                let mut redone = Vec::with_capacity(reqs.len());
+                for r in &reqs {
+                    let (o, n) = self.array.decode_retrying(r, self.retry);
+                    self.recovery.retries += u64::from(n);
+                    self.recovery.steps_recovered += u64::from(o.is_ok());
+                    redone.push(o.map(|o| o.out));
+                }
+                redone
+            }
+        };
+        let mut first_err = None;
+        for ((&i, s), r) in on_drive.iter().zip(&steps).zip(results) {
+            match r {
+                Ok(o) => {
+                    if let (Some(h), Some((k, v))) = (&mut self.host_copy, s.kv_new) {
+                        h.append(s.seq, s.layer, k, v)?;
+                    }
+                    outs[i] = Some(o);
+                }
+                Err(_) if self.host_copy.is_some() => {
+                    self.move_to_host(s.seq);
+                    outs[i] = self.host_decode(std::slice::from_ref(s))?.pop();
+                    self.recovery.steps_recomputed += 1;
+                }
+                Err(e) => {
+                    self.recovery.failed += 1;
+                    first_err.get_or_insert(e);
+                }
+            }
         }
-        Ok(outs.into_iter().map(|o| o.out).collect())
+        for (i, s) in batch.iter().enumerate() {
+            if outs[i].is_some() && s.kv_new.is_some() {
+                self.lengths.grow(s.seq, s.layer, 1);
+            }
+        }
+        if let Some(e) = first_err {
+            return Err(e.into());
+        }
+        outs.into_iter()
+            .map(|o| o.ok_or_else(|| BackendError::Shape("a decode step got no output".into())))
+            .collect()
     }
 
     fn close(&mut self, seq: u32) -> Result<(), BackendError> {
         self.lengths.close(seq)?;
         self.rotations.remove(&seq);
-        self.array.close(seq)?;
+        if let Some(h) = &mut self.host_copy {
+            h.close(seq)?;
+        }
+        if !self.moved.remove(&seq) {
+            self.array.close(seq)?;
+        }
         Ok(())
     }
 

@@ -12,6 +12,11 @@ pub(crate) struct Lengths {
 }
 
 impl Lengths {
+    /// Whether no sequence is open.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.seqs.is_empty()
+    }
+
     pub(crate) fn open(&mut self, seq: u32, shape: ModelShape) -> Result<(), BackendError> {
         shape.validate()?;
         if self.seqs.contains_key(&seq) {

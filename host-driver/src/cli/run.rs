@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use host_driver::csd::RetryPolicy;
 use host_driver::dma::Placement;
 use host_driver::policy::{Compression, Policy, Selection};
 use host_driver::run::RunError;
@@ -57,6 +58,14 @@ pub struct Args {
     /// `cuda` feature and an NVIDIA driver; says why not otherwise).
     #[arg(long)]
     gpu: bool,
+    /// On a drive: how often a step the drive failed is run again there
+    /// (a status without Do Not Retry, or no completion).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=16))]
+    retries: u32,
+    /// Keep a copy of the KV cache in host memory and recompute there a
+    /// step the drive fails for good (its sequence then stays on the host).
+    #[arg(long)]
+    host_copy: bool,
     #[command(flatten)]
     ssd: super::ssd::SsdArgs,
     #[command(flatten)]
@@ -89,7 +98,16 @@ pub fn run(a: Args) -> Result<(), RunError> {
         kv_name: kv_name(a.model.as_deref()),
         placement: a.placement,
         gpu: a.gpu,
+        retry: RetryPolicy {
+            attempts: a.retries,
+        },
+        host_copy: a.host_copy,
     };
+    if p.host_copy && p.backend != RunBackend::Csd {
+        return Err(RunError::Input(
+            "--host-copy backs up a drive's KV cache; it needs --backend csd".into(),
+        ));
+    }
     if p.placement != Placement::Host && p.device != DeviceSpec::Sim {
         return Err(RunError::Input(format!(
             "--placement {} models GPU memory on the simulated drive; {} has none (see `instinfer gpu`)",

@@ -144,6 +144,8 @@ pub fn run_model_bench(model: &Model, p: &ModelBenchParams) -> Result<ModelBench
             kv_name: "bench".into(),
             placement: crate::dma::Placement::Host,
             gpu: false,
+            retry: crate::csd::RetryPolicy::default(),
+            host_copy: false,
         };
         // Generation may stop early at end-of-text; the rates use what ran.
         let summary = run_generation(model, &run, |_| {})?;

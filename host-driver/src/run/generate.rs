@@ -8,7 +8,9 @@ use model::{Logits, Model};
 
 use crate::array::CsdArray;
 use crate::backend::GpuStaged;
+use crate::backend::Recovery;
 use crate::backend::{AttentionBackend, HostDense, InStorage, ModelShape};
+use crate::csd::RetryPolicy;
 use crate::csd::{CsdError, Drive, probe};
 use crate::dma::{DmaStats, Placement};
 use crate::measure::PhaseCounters;
@@ -75,6 +77,12 @@ pub struct RunParams {
     /// Pass every decode's q, k, v and outputs through buffers on GPU 0
     /// (needs the `cuda` feature and an NVIDIA driver).
     pub gpu: bool,
+    /// On a drive: how often a failed step is run again there, and whether
+    /// the host keeps a copy of the KV cache to recompute from (see
+    /// [`crate::backend::recovery`]).
+    pub retry: RetryPolicy,
+    /// See [`Self::retry`].
+    pub host_copy: bool,
 }
 
 /// What a generation did.
@@ -98,6 +106,8 @@ pub struct RunSummary {
     /// With `--gpu`: the GPU and the bytes bounced between it and host
     /// memory.
     pub gpu: Option<(String, u64)>,
+    /// What the drive backend's recovery did (drive backends only).
+    pub recovery: Option<Recovery>,
 }
 
 impl RunSummary {
@@ -134,6 +144,18 @@ impl RunSummary {
         if let Some((name, bytes)) = &self.gpu {
             out.push(format!(
                 "GPU: q, k, v and outputs in {name} memory; {bytes} bytes bounced through host memory (no peer-to-peer path to this drive)"
+            ));
+        }
+        if let Some(r) = self.recovery.filter(|r| *r != Recovery::default()) {
+            out.push(format!(
+                "recovery: {} failed batches, {} commands run again, {} steps completed on the drive after a failure, {} recomputed and {} computed from the host copy ({} sequences moved), {} failed",
+                r.batches_failed,
+                r.retries,
+                r.steps_recovered,
+                r.steps_recomputed,
+                r.steps_on_host,
+                r.sequences_moved,
+                r.failed
             ));
         }
         if let Some((p, d)) = &self.dma {
@@ -235,14 +257,14 @@ pub fn run_generation(
             for d in array.devices_mut() {
                 d.transport_mut().set_placement(p.placement);
             }
-            csd.insert(on_drive(array, policy))
+            csd.insert(on_drive(array, policy, p)?)
         }
         (RunBackend::Csd, spec) => {
             let t = spec.open(p.page_size).map_err(CsdError::from)?;
             match probe(t)? {
                 Drive::InstCsd(c) => {
                     check_device_method(policy)?;
-                    dev.insert(on_drive(CsdArray::new(vec![*c])?, policy))
+                    dev.insert(on_drive(CsdArray::new(vec![*c])?, policy, p)?)
                 }
                 Drive::Plain(t, plain) => {
                     // A plain drive: the KV cache on its namespace, block-
@@ -350,7 +372,12 @@ pub fn run_generation(
     let tokens_read = steps * s0 + steps * (steps + 1) / 2;
     let host_offload_pcie_bytes =
         tokens_read * (2 * cfg.n_kv_heads * cfg.head_dim * 2 * cfg.n_layers) as u64;
+    let recovery = csd
+        .as_ref()
+        .map(InStorage::recovery)
+        .or_else(|| dev.as_ref().map(InStorage::recovery));
     Ok(RunSummary {
+        recovery,
         generation: g,
         text,
         device,
@@ -374,13 +401,21 @@ fn check_device_method(policy: Policy) -> Result<(), RunError> {
 }
 
 /// The in-storage backend for `policy`: a SparF+ method in a rotated basis
-/// opens its sequences rotated.
-fn on_drive<T: crate::transport::Transport>(array: CsdArray<T>, policy: Policy) -> InStorage<T> {
+/// opens its sequences rotated; recovery as `p` asks.
+fn on_drive<T: crate::transport::Transport>(
+    array: CsdArray<T>,
+    policy: Policy,
+    p: &RunParams,
+) -> Result<InStorage<T>, RunError> {
     let mut b = InStorage::new(array, 1);
     if let Some((basis, _)) = policy.selection.sparf_plus() {
         b.set_basis(basis);
     }
-    b
+    b.set_retry(p.retry);
+    if p.host_copy {
+        b.keep_host_copy()?;
+    }
+    Ok(b)
 }
 
 /// Where the KV store goes on a plain drive: its namespace's block device.

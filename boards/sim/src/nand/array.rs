@@ -126,6 +126,11 @@ impl NandArray {
         self.uncorrectable.insert(ppa);
     }
 
+    /// Fault hook: reads of `ppa` succeed again (a fault that has passed).
+    pub fn clear_uncorrectable(&mut self, ppa: Ppa) {
+        self.uncorrectable.remove(&ppa);
+    }
+
     /// Fault hook: `block` goes bad (grown bad block): programs and erases
     /// fail, reads are uncorrectable.
     pub fn inject_bad_block(&mut self, block: BlockAddr) {
