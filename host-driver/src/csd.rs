@@ -93,6 +93,14 @@ pub struct Csd<T: Transport> {
 
 const GET_LOG_PAGE: &str = "Get Log Page";
 
+/// `info` with its transfer limit lowered to the transport's own.
+fn within<T: Transport>(mut info: DeviceInfo, transport: &T) -> DeviceInfo {
+    if let Some(m) = transport.max_transfer() {
+        info.max_transfer = info.max_transfer.min(m);
+    }
+    info
+}
+
 impl<T: Transport> Csd<T> {
     /// Identifies the device behind `transport`; fails with
     /// [`CsdError::NotInstCsd`] for a plain NVMe drive.
@@ -101,11 +109,12 @@ impl<T: Transport> Csd<T> {
         Ok(Self::with_info(transport, info))
     }
 
-    /// A device whose Identify data was read already.
+    /// A device whose Identify data was read already. Transfers are split
+    /// to the tighter of the device's and the transport's limits.
     pub(crate) fn with_info(transport: T, info: DeviceInfo) -> Self {
         Self {
+            info: within(info, &transport),
             transport,
-            info,
             seqs: HashMap::new(),
             done: HashMap::new(),
         }
@@ -118,7 +127,7 @@ impl<T: Transport> Csd<T> {
 
     /// Reads Identify Controller again.
     pub fn identify(&mut self) -> Result<DeviceInfo, CsdError> {
-        self.info = identify(&mut self.transport)?;
+        self.info = within(identify(&mut self.transport)?, &self.transport);
         Ok(self.info.clone())
     }
 

@@ -187,4 +187,10 @@ pub trait Transport {
     fn in_flight(&self) -> usize;
     /// Virtual time of a simulated device; `None` for real hardware.
     fn device_time(&self) -> Option<DeviceTime>;
+    /// The most bytes one command may move through this transport, where
+    /// the transport itself sets a limit (the kernel's passthrough takes at
+    /// most 504 KiB); `None` where only the device's limit applies.
+    fn max_transfer(&self) -> Option<usize> {
+        None
+    }
 }

@@ -74,3 +74,53 @@ fn user_space_driver_runs_the_vectors_on_the_simulated_board() {
         );
     }
 }
+
+/// An append larger than one passthrough command may carry (504 KiB) is
+/// split to the transport's limit, not only the device's (2 MiB), and gives
+/// the simulated board's own bits.
+#[test]
+fn appends_are_split_to_the_passthrough_limit() {
+    use attention::shape::Method;
+    use proto::SeqShape;
+    let shape = SeqShape {
+        layers: 1,
+        kv_heads: 8,
+        group: 1,
+        head_dim: 128,
+        dim_group: 1,
+        rotated: false,
+    };
+    // 256 tokens × 8 heads × 128 dims × 2 bytes × (K, V) = 1 MiB.
+    let n = 256 * 8 * 128;
+    let k: Vec<u16> = (0..n)
+        .map(|i| half::f16::from_f32(((i % 97) as f32 - 48.0) / 64.0).to_bits())
+        .collect();
+    let v: Vec<u16> = (0..n)
+        .map(|i| half::f16::from_f32(((i % 89) as f32 - 44.0) / 64.0).to_bits())
+        .collect();
+    let q: Vec<u16> = (0..8 * 128)
+        .map(|i| half::f16::from_f32(((i % 13) as f32 - 6.0) / 8.0).to_bits())
+        .collect();
+    let mut outs = Vec::new();
+    let linux = Csd::new(LinuxNvme::new(SimPassthru::new(4096).expect("sim"))).expect("identify");
+    assert_eq!(linux.info().max_transfer, 504 << 10);
+    let sim = Csd::new(SimTransport::new(4096).expect("sim")).expect("identify");
+    assert!(sim.info().max_transfer > 1 << 20);
+    fn decode<T: Transport>(
+        mut c: Csd<T>,
+        k: &[u16],
+        v: &[u16],
+        q: &[u16],
+        shape: SeqShape,
+    ) -> Vec<i32> {
+        c.open(1, shape).expect("open");
+        c.append(1, 0, 0, k, v).expect("append");
+        let t = c
+            .submit_decode(1, 0, 255, q, None, Method::Dense)
+            .expect("submit");
+        c.fetch(t).expect("fetch").raw
+    }
+    outs.push(decode(linux, &k, &v, &q, shape));
+    outs.push(decode(sim, &k, &v, &q, shape));
+    assert_eq!(outs[0], outs[1]);
+}

@@ -185,6 +185,21 @@ impl Transport for AnyTransport {
             Self::Tcp(t) => t.device_time(),
         }
     }
+
+    fn max_transfer(&self) -> Option<usize> {
+        match self {
+            Self::Sim(t) => t.max_transfer(),
+            Self::Qemu(t) => t.max_transfer(),
+            #[cfg(target_os = "linux")]
+            Self::Linux(t) => t.max_transfer(),
+            #[cfg(all(
+                target_os = "linux",
+                any(target_arch = "x86_64", target_arch = "aarch64")
+            ))]
+            Self::Vfio(t) => t.max_transfer(),
+            Self::Tcp(t) => t.max_transfer(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -113,6 +113,10 @@ impl<P: Passthru> Transport for LinuxNvme<P> {
     fn device_time(&self) -> Option<DeviceTime> {
         None
     }
+
+    fn max_transfer(&self) -> Option<usize> {
+        Some(self.dev.max_transfer())
+    }
 }
 
 /// The simulated board behind the passthrough command structure: what the

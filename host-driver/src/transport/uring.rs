@@ -97,4 +97,12 @@ impl Transport for UringNvme {
     fn device_time(&self) -> Option<DeviceTime> {
         None
     }
+
+    fn max_transfer(&self) -> Option<usize> {
+        // The ring's commands and the admin ioctls share the kernel's limit.
+        Some(
+            nvme_linux::Passthru::max_transfer(&self.admin)
+                .min(nvme_linux::device::KERNEL_MAX_TRANSFER),
+        )
+    }
 }
