@@ -124,3 +124,57 @@ fn appends_are_split_to_the_passthrough_limit() {
     outs.push(decode(sim, &k, &v, &q, shape));
     assert_eq!(outs[0], outs[1]);
 }
+
+/// A controller that hangs: the user-space driver's command times out, the
+/// driver resets the controller and brings its queues back, the command
+/// fails with an error saying so, and the next commands run. A controller
+/// reset is not a power loss: the open sequence is still there.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[test]
+fn a_stuck_controller_is_reset_and_the_driver_goes_on() {
+    use attention::shape::Method;
+    use host_driver::csd::CsdError;
+    use host_driver::transport::SimPci;
+    use nvme_linux::vfio::UserNvme;
+    use proto::SeqShape;
+    let mut drv = UserNvme::start(SimPci::new(4096).expect("sim")).expect("controller up");
+    drv.set_command_timeout(std::time::Duration::from_millis(200));
+    let mut csd = Csd::new(LinuxNvme::new(drv)).expect("identify");
+    let shape = SeqShape {
+        layers: 1,
+        kv_heads: 2,
+        group: 2,
+        head_dim: 64,
+        dim_group: 1,
+        rotated: false,
+    };
+    let n = 40 * 2 * 64;
+    let k: Vec<u16> = (0..n)
+        .map(|i| half::f16::from_f32(((i % 31) as f32 - 15.0) / 16.0).to_bits())
+        .collect();
+    let q: Vec<u16> = (0..2 * 2 * 64)
+        .map(|i| half::f16::from_f32(((i % 7) as f32 - 3.0) / 4.0).to_bits())
+        .collect();
+    csd.open(3, shape).expect("open");
+    csd.append(3, 0, 0, &k, &k).expect("append");
+    let decode = |c: &mut Csd<LinuxNvme<UserNvme<SimPci>>>| {
+        let t = c.submit_decode(3, 0, 39, &q, None, Method::Dense)?;
+        c.fetch(t)
+    };
+    let want = decode(&mut csd).expect("decode").raw;
+    csd.transport_mut().device_mut().pci_mut().csd_mut().stall();
+    let e = decode(&mut csd).expect_err("a hung controller answers nothing");
+    let text = e.to_string();
+    assert!(matches!(e, CsdError::Transport(_)), "{text}");
+    assert!(
+        text.contains("stuck command") && text.contains("controller reset: done"),
+        "{text}"
+    );
+    assert_eq!(csd.transport().device().resets(), 1);
+    // The queues are back and the sequence survived the reset.
+    assert_eq!(decode(&mut csd).expect("decode after the reset").raw, want);
+    let got = vectors::run(&mut csd).expect("vectors after the reset");
+    let mut sim = Csd::new(SimTransport::new(4096).expect("sim")).expect("identify");
+    let want = vectors::run(&mut sim).expect("vectors");
+    assert_eq!(vectors::first_difference(&got, &want), None);
+}

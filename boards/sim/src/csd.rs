@@ -69,6 +69,18 @@ impl SimCsd {
         self.dev.board_mut().queues_mut().enable(asq, acq, entries)
     }
 
+    /// CC.EN = 0: controller reset (queues dropped; sequences and flash
+    /// kept). Enable again with [`Self::enable`].
+    pub fn disable(&mut self) {
+        self.dev.board_mut().queues_mut().disable();
+    }
+
+    /// Fault hook: the controller hangs until the host resets it (no
+    /// command is fetched, so none completes).
+    pub fn stall(&mut self) {
+        self.dev.board_mut().queues_mut().stall();
+    }
+
     /// SQ `qid` tail doorbell.
     pub fn ring_sq(&mut self, qid: u16, tail: u16) {
         self.dev.board_mut().queues_mut().ring_sq(qid, tail);

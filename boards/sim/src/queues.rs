@@ -107,6 +107,8 @@ pub struct QueueEngine {
     enabled: bool,
     fatal: bool,
     served: u64,
+    /// Fault hook: the controller fetches nothing until it is reset.
+    stalled: bool,
 }
 
 impl QueueEngine {
@@ -121,7 +123,21 @@ impl QueueEngine {
             enabled: false,
             fatal: false,
             served: 0,
+            stalled: false,
         }
+    }
+
+    /// CC.EN = 0: a controller reset. Every queue is dropped, a fatal
+    /// state and a stall are cleared; the firmware's state (open
+    /// sequences, the flash) is untouched.
+    pub fn disable(&mut self) {
+        *self = Self::new(self.limits);
+    }
+
+    /// Fault hook: the controller hangs, fetching no command (those
+    /// submitted stay unanswered) until a reset ([`Self::disable`]).
+    pub fn stall(&mut self) {
+        self.stalled = true;
     }
 
     /// Configures the admin queue pair (`entries` each) and enables the
@@ -189,7 +205,7 @@ impl QueueEngine {
     /// commands on the way; `WouldBlock` when nothing can be fetched.
     pub fn fetch(&mut self, dma: &mut Dma<'_>) -> nb::Result<Submission, SimError> {
         loop {
-            if !self.ready() {
+            if !self.ready() || self.stalled {
                 return Err(nb::Error::WouldBlock);
             }
             let Some(qid) = self.next_ready_sq() else {

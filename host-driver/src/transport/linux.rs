@@ -56,6 +56,11 @@ impl<P: Passthru> LinuxNvme<P> {
         &self.dev
     }
 
+    /// The device, mutable.
+    pub fn device_mut(&mut self) -> &mut P {
+        &mut self.dev
+    }
+
     fn run(&mut self, admin: bool, req: IoRequest) -> Result<IoResult, TransportError> {
         let cid = self.next_cid;
         self.next_cid = self.next_cid.wrapping_add(1);

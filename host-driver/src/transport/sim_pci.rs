@@ -38,6 +38,11 @@ impl SimPci {
             fatal: false,
         })
     }
+
+    /// The board (fault hooks such as [`SimCsd::stall`]).
+    pub fn csd_mut(&mut self) -> &mut SimCsd {
+        &mut self.csd
+    }
 }
 
 fn set_half(x: &mut u64, high: bool, v: u32) {
@@ -65,6 +70,11 @@ impl Pci for SimPci {
             regs::AQA => self.aqa = v,
             o if o == regs::ASQ || o == regs::ASQ + 4 => set_half(&mut self.asq, o != regs::ASQ, v),
             o if o == regs::ACQ || o == regs::ACQ + 4 => set_half(&mut self.acq, o != regs::ACQ, v),
+            regs::CC if v & regs::CC_EN == 0 && self.enabled => {
+                self.csd.disable();
+                self.enabled = false;
+                self.fatal = false;
+            }
             regs::CC if v & regs::CC_EN != 0 && !self.enabled => {
                 let entries = (self.aqa & 0xFFF) as u16 + 1;
                 match self.csd.enable(self.asq, self.acq, entries) {

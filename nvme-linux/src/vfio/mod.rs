@@ -50,8 +50,9 @@ const IOCQ: usize = 0x3000;
 const PRP_LISTS: usize = 0x1_0000;
 const DATA: usize = PRP_LISTS + SLOTS * PAGE;
 const DMA_BYTES: usize = DATA + SLOTS * SLOT_BYTES;
-/// How long a command may take before it counts as stuck.
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a command may take before it counts as stuck (the default of
+/// [`UserNvme::set_command_timeout`]).
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
 
 fn io_err(what: impl Into<String>, source: std::io::Error) -> NvmeError {
     NvmeError::Io {
@@ -143,6 +144,10 @@ pub struct UserNvme<P> {
     next_cid: u16,
     nsid: u32,
     max_transfer: usize,
+    command_timeout: Duration,
+    resets: u64,
+    /// A reset is under way: a command stuck now fails without another.
+    resetting: bool,
 }
 
 impl<P> std::fmt::Debug for UserNvme<P> {
@@ -269,6 +274,9 @@ impl<P: Pci> UserNvme<P> {
             next_cid: 0,
             nsid: 1,
             max_transfer: SLOT_BYTES,
+            command_timeout: COMMAND_TIMEOUT,
+            resets: 0,
+            resetting: false,
         };
         d.reset_and_enable(timeout)?;
         Ok(d)
@@ -281,6 +289,17 @@ impl<P: Pci> UserNvme<P> {
     /// The PCI function.
     pub fn pci_mut(&mut self) -> &mut P {
         &mut self.pci
+    }
+
+    /// Sets how long a command may go unanswered before the controller is
+    /// reset and the command failed (at least 1 ms).
+    pub fn set_command_timeout(&mut self, t: Duration) {
+        self.command_timeout = t.max(Duration::from_millis(1));
+    }
+
+    /// Controller resets after stuck commands so far.
+    pub fn resets(&self) -> u64 {
+        self.resets
     }
 
     fn wait_ready(&mut self, ready: bool, timeout: Duration) -> Result<(), NvmeError> {
@@ -419,12 +438,21 @@ impl<P: Pci> UserNvme<P> {
                     .write32(regs::cq_head_doorbell(qid, dstrd), u32::from(head));
                 return Ok(cqe);
             }
-            if start.elapsed() > COMMAND_TIMEOUT {
+            let timeout = self.command_timeout;
+            if start.elapsed() > timeout {
+                if self.resetting {
+                    return Err(fail(format!(
+                        "no completion on queue {qid} within {timeout:?} during a controller reset"
+                    )));
+                }
                 // A stuck command: reset the controller (queues rebuilt
                 // empty) so the next command starts clean, and fail this one.
+                self.resets += 1;
+                self.resetting = true;
                 let reset = self.reset_and_enable(COMMAND_TIMEOUT);
+                self.resetting = false;
                 return Err(fail(format!(
-                    "no completion on queue {qid} within {COMMAND_TIMEOUT:?} (stuck command); controller reset: {}",
+                    "no completion on queue {qid} within {timeout:?} (stuck command); controller reset: {}",
                     match reset {
                         Ok(()) => "done".to_string(),
                         Err(e) => format!("failed: {e}"),
