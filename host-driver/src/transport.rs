@@ -32,6 +32,7 @@ pub mod sim;
 ))]
 pub mod sim_pci;
 mod staging;
+pub mod timed;
 #[cfg(target_os = "linux")]
 pub mod uring;
 

@@ -18,10 +18,15 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use super::timed::TimedReader;
 use super::{DeviceTime, IoRequest, IoResult, LinkTransport, Transport, TransportError};
 
 /// How long QEMU may take to boot the firmware and open the pipes.
 const OPEN_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the firmware may stay silent while the host waits for it (the
+/// CPU is emulated, so this is generous): then the board is stopped and
+/// the command fails.
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long QEMU may take to exit after the firmware is told to stop.
 const EXIT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -176,7 +181,7 @@ pub struct QemuExit {
 /// The firmware under QEMU, behind the [`Transport`] trait.
 #[derive(Debug)]
 pub struct QemuTransport {
-    link: Option<LinkTransport<File, File>>,
+    link: Option<LinkTransport<TimedReader, File>>,
     child: Child,
     dir: PathBuf,
     board: QemuBoard,
@@ -239,7 +244,10 @@ impl QemuTransport {
         };
         let files = t.open_pipes(&to_dev, &from_dev)?;
         let (tx, rx) = files;
-        t.link = Some(LinkTransport::connect(rx, tx)?);
+        t.link = Some(LinkTransport::connect(
+            TimedReader::new(rx, COMMAND_TIMEOUT),
+            tx,
+        )?);
         Ok(t)
     }
 
@@ -318,10 +326,29 @@ impl QemuTransport {
         }
     }
 
-    fn link(&mut self) -> Result<&mut LinkTransport<File, File>, TransportError> {
+    fn link(&mut self) -> Result<&mut LinkTransport<TimedReader, File>, TransportError> {
         self.link
             .as_mut()
             .ok_or_else(|| TransportError::DeviceFailed("the QEMU board was stopped".into()))
+    }
+
+    /// Runs `f` on the link; a firmware silent past [`COMMAND_TIMEOUT`]
+    /// stops the board (the link's state is unknown from then on).
+    fn on_link<X>(
+        &mut self,
+        f: impl FnOnce(&mut LinkTransport<TimedReader, File>) -> Result<X, TransportError>,
+    ) -> Result<X, TransportError> {
+        let r = f(self.link()?);
+        if let Err(TransportError::Io(e)) = &r {
+            if e.kind() == std::io::ErrorKind::TimedOut {
+                self.link = None;
+                let _ = self.child.kill();
+                return Err(TransportError::DeviceFailed(format!(
+                    "the firmware under QEMU was silent for {COMMAND_TIMEOUT:?}; the board was stopped"
+                )));
+            }
+        }
+        r
     }
 
     /// Stops the firmware; returns QEMU's exit status, the console and the
@@ -370,15 +397,15 @@ impl Drop for QemuTransport {
 
 impl Transport for QemuTransport {
     fn admin(&mut self, req: IoRequest) -> Result<IoResult, TransportError> {
-        self.link()?.admin(req)
+        self.on_link(|l| l.admin(req))
     }
 
     fn submit(&mut self, req: IoRequest) -> Result<u16, TransportError> {
-        self.link()?.submit(req)
+        self.on_link(|l| l.submit(req))
     }
 
     fn reap(&mut self) -> Result<(u16, IoResult), TransportError> {
-        self.link()?.reap()
+        self.on_link(|l| l.reap())
     }
 
     fn in_flight(&self) -> usize {
