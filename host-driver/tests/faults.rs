@@ -16,8 +16,37 @@ use host_driver::transport::SimTransport;
 
 const STEPS: usize = 6;
 
+
+/// About 2% of the blocks of `g`, factory bad, chosen from `seed`.
+fn factory_bad(seed: u64, g: ftl::Geometry) -> Vec<ftl::BlockAddr> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut bad = Vec::new();
+    for channel in 0..g.channels {
+        for way in 0..g.ways {
+            for block in 0..g.blocks_per_die {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if x % 50 == 0 {
+                    bad.push(ftl::BlockAddr {
+                        channel,
+                        way,
+                        block,
+                    });
+                }
+            }
+        }
+    }
+    bad
+}
+
+/// A drive with `faults`; a faulty one (reads failing) also gets factory
+/// bad blocks.
 fn drive(faults: NandFaults) -> InStorage<SimTransport> {
     let mut cfg = SimConfig::new(4096);
+    if faults.read_ppm > 0 {
+        cfg.bad_blocks = factory_bad(faults.seed, cfg.geometry);
+    }
     cfg.faults = faults;
     let t = SimTransport::with_device(SimCsd::new(cfg).unwrap(), 64).unwrap();
     let mut b = InStorage::new(CsdArray::new(vec![Csd::new(t).unwrap()]).unwrap(), 1);
@@ -62,6 +91,8 @@ fn reference(w: &DecodeWorkload, steps: usize) -> Vec<Vec<f32>> {
 #[derive(Debug, Default)]
 struct Tally {
     injected: u64,
+    /// Factory bad blocks.
+    factory_bad: u64,
     /// Of which: program and erase failures (blocks retired).
     wear: u64,
     retried_reads: u64,
@@ -118,6 +149,7 @@ fn campaign(
     let dev = b.array().devices()[0].transport().device();
     let f = dev.fault_counters();
     t.injected = f.reads + f.programs + f.erases;
+    t.factory_bad = factory_bad(faults.seed, SimConfig::new(4096).geometry).len() as u64;
     t.wear = f.programs + f.erases;
     t.retried_reads = dev.nand_counters().uncorrectable_reads;
     let r = b.recovery();
@@ -150,6 +182,7 @@ fn faults_are_recovered_or_reported_never_silent() {
             );
             assert_eq!(t.silent, 0, "seed {seed}: {t:?}");
             total.injected += t.injected;
+            total.factory_bad += t.factory_bad;
             total.wear += t.wear;
             total.retried_reads += t.retried_reads;
             total.steps_equal += t.steps_equal;
@@ -257,6 +290,7 @@ fn under_the_host_policy_every_step_returns_the_fault_free_bits() {
             assert_eq!((t.silent, t.detected), (0, 0), "seed {seed}: {t:?}");
             assert_eq!(t.steps_equal, STEPS, "seed {seed}: {t:?}");
             total.injected += t.injected;
+            total.factory_bad += t.factory_bad;
             total.wear += t.wear;
             total.retried_reads += t.retried_reads;
             total.host_retries += t.host_retries;
