@@ -300,8 +300,17 @@ impl<T: Transport> CsdArray<T> {
 
     /// Fetches many decodes: every device's fetches are queued before any
     /// result is collected. Outputs in ticket order; per ticket, heads in
-    /// order; reports summed over devices.
+    /// order; reports summed over devices. The first error if any failed.
     pub fn fetch_many(&mut self, tickets: Vec<ArrayTicket>) -> Result<Vec<DecodeOutput>, CsdError> {
+        self.fetch_many_each(tickets).into_iter().collect()
+    }
+
+    /// [`Self::fetch_many`] with each ticket's own result: a ticket fails
+    /// if any of its devices' parts failed (with the first such error).
+    pub fn fetch_many_each(
+        &mut self,
+        tickets: Vec<ArrayTicket>,
+    ) -> Vec<Result<DecodeOutput, CsdError>> {
         let n = tickets.len();
         let mut per_dev: Vec<Vec<Ticket>> = (0..self.devices.len()).map(|_| Vec::new()).collect();
         // Which (ticket index) each device's i-th ticket belongs to.
@@ -312,57 +321,75 @@ impl<T: Transport> CsdArray<T> {
                 owners[dev].push(ti);
             }
         }
-        let mut first_err = None;
-        let mut batches = Vec::with_capacity(self.devices.len());
-        for (dev, ts) in self.devices.iter_mut().zip(per_dev) {
-            if ts.is_empty() {
-                batches.push(None);
-                continue;
-            }
-            match dev.fetch_begin(ts) {
-                Ok(b) => batches.push(Some(b)),
-                Err(e) => {
-                    first_err.get_or_insert(e);
-                    batches.push(None);
-                }
-            }
-        }
-        let mut results: Vec<Vec<(usize, DecodeOutput)>> = vec![Vec::new(); n];
+        let batches: Vec<_> = self
+            .devices
+            .iter_mut()
+            .zip(per_dev)
+            .map(|(dev, ts)| dev.fetch_begin_each(ts))
+            .collect();
+        let mut parts: Vec<Vec<(usize, DecodeOutput)>> = vec![Vec::new(); n];
+        let mut errors: Vec<Option<CsdError>> = (0..n).map(|_| None).collect();
         for (dev, (batch, owner)) in batches.into_iter().zip(owners).enumerate() {
-            let Some(batch) = batch else { continue };
-            match self.devices[dev].fetch_end(batch) {
-                Ok(outs) => {
-                    for (o, ti) in outs.into_iter().zip(owner) {
-                        results[ti].push((dev, o));
+            for (r, ti) in self.devices[dev]
+                .fetch_end_each(batch)
+                .into_iter()
+                .zip(owner)
+            {
+                match r {
+                    Ok(o) => parts[ti].push((dev, o)),
+                    Err(e) => {
+                        errors[ti].get_or_insert(e);
                     }
                 }
-                Err(e) => {
-                    first_err.get_or_insert(e);
-                }
             }
         }
-        if let Some(e) = first_err {
-            return Err(e);
-        }
-        Ok(results.into_iter().map(merge).collect())
+        parts
+            .into_iter()
+            .zip(errors)
+            .map(|(p, e)| match e {
+                Some(e) => Err(e),
+                None => Ok(merge(p)),
+            })
+            .collect()
     }
 
-    /// Submits every request, then fetches them all.
+    /// Submits every request, then fetches them all; the first error if
+    /// any failed (every request is collected either way).
     pub fn decode_batch(
         &mut self,
         reqs: &[ArrayDecode<'_>],
     ) -> Result<Vec<DecodeOutput>, CsdError> {
+        self.decode_batch_each(reqs).into_iter().collect()
+    }
+
+    /// [`Self::decode_batch`] with each request's own result, so that only
+    /// the failed ones need running again.
+    pub fn decode_batch_each(
+        &mut self,
+        reqs: &[ArrayDecode<'_>],
+    ) -> Vec<Result<DecodeOutput, CsdError>> {
         let mut tickets = Vec::with_capacity(reqs.len());
+        let mut out: Vec<Option<Result<DecodeOutput, CsdError>>> = Vec::with_capacity(reqs.len());
         for r in reqs {
             match self.submit_decode(r) {
-                Ok(t) => tickets.push(t),
-                Err(e) => {
-                    let _ = self.fetch_many(tickets);
-                    return Err(e);
+                Ok(t) => {
+                    tickets.push(t);
+                    out.push(None);
                 }
+                Err(e) => out.push(Some(Err(e))),
             }
         }
-        self.fetch_many(tickets)
+        let mut fetched = self.fetch_many_each(tickets).into_iter();
+        out.into_iter()
+            .map(|o| {
+                o.or_else(|| fetched.next()).unwrap_or_else(|| {
+                    Err(CsdError::BadReply {
+                        command: "DECODE_FETCH",
+                        reason: "no result".into(),
+                    })
+                })
+            })
+            .collect()
     }
 
     /// Statistics of every device.

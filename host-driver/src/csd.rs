@@ -67,7 +67,8 @@ impl Ticket {
 #[derive(Debug)]
 #[must_use = "fetches in flight must be collected with fetch_end"]
 pub struct FetchBatch {
-    items: Vec<(u16, Ticket)>,
+    /// Per ticket: its DECODE_FETCH in flight, or why there is none.
+    items: Vec<Result<(u16, Ticket), CsdError>>,
 }
 
 /// One decode's result.
@@ -403,61 +404,63 @@ impl<T: Transport> Csd<T> {
         })
     }
 
+    /// Waits for the submits of `tickets` and queues a DECODE_FETCH for
+    /// each that succeeded; a ticket whose submit failed keeps its error in
+    /// its place.
+    pub fn fetch_begin_each(&mut self, tickets: Vec<Ticket>) -> FetchBatch {
+        let mut items = Vec::with_capacity(tickets.len());
+        for t in tickets {
+            let submitted = self
+                .wait(t.cid)
+                .and_then(|res| check_status(&res, "DECODE_SUBMIT"));
+            items.push(submitted.and_then(|()| {
+                let cmd = DecodeFetch::new(t.seq, t.layer, &t.shape);
+                let len = DecodeFetch::payload_bytes(&t.shape) as usize;
+                let cid = self.transport.submit(IoRequest {
+                    sqe: cmd.to_sqe(),
+                    data: IoData::FromDevice(len),
+                })?;
+                Ok((cid, t))
+            }));
+        }
+        FetchBatch { items }
+    }
+
     /// Waits for the submits of `tickets` and queues their DECODE_FETCH
     /// commands. On error, every command of the batch is reaped and dropped.
     pub fn fetch_begin(&mut self, tickets: Vec<Ticket>) -> Result<FetchBatch, CsdError> {
-        let mut first_err = None;
-        for t in &tickets {
-            match self.wait(t.cid) {
-                Ok(res) => {
-                    if let Err(e) = check_status(&res, "DECODE_SUBMIT") {
-                        first_err.get_or_insert(e);
-                    }
-                }
-                Err(e) => {
-                    first_err.get_or_insert(e);
-                }
-            }
-        }
-        if let Some(e) = first_err {
+        let mut batch = self.fetch_begin_each(tickets);
+        if let Some(i) = batch.items.iter().position(Result::is_err) {
+            let Err(e) = batch.items.swap_remove(i) else {
+                unreachable!("position found an error");
+            };
+            let queued: Vec<u16> = batch
+                .items
+                .iter()
+                .filter_map(|x| x.as_ref().ok().map(|(c, _)| *c))
+                .collect();
+            self.abandon(queued.into_iter());
             return Err(e);
         }
-        let mut items = Vec::with_capacity(tickets.len());
-        for t in tickets {
-            let cmd = DecodeFetch::new(t.seq, t.layer, &t.shape);
-            let len = DecodeFetch::payload_bytes(&t.shape) as usize;
-            match self.transport.submit(IoRequest {
-                sqe: cmd.to_sqe(),
-                data: IoData::FromDevice(len),
-            }) {
-                Ok(cid) => items.push((cid, t)),
-                Err(e) => {
-                    self.abandon(items.iter().map(|(c, _)| *c));
-                    return Err(e.into());
-                }
-            }
-        }
-        Ok(FetchBatch { items })
+        Ok(batch)
     }
 
-    /// Collects the results of a [`FetchBatch`], in ticket order.
-    pub fn fetch_end(&mut self, batch: FetchBatch) -> Result<Vec<DecodeOutput>, CsdError> {
+    /// Collects the results of a [`FetchBatch`], in ticket order, each
+    /// ticket's own.
+    pub fn fetch_end_each(&mut self, batch: FetchBatch) -> Vec<Result<DecodeOutput, CsdError>> {
         let mut outs = Vec::with_capacity(batch.items.len());
-        let mut first_err = None;
-        for (cid, t) in batch.items {
-            let r = self.wait(cid).and_then(|res| parse_fetch(&res, &t));
-            match r {
-                Ok(o) if first_err.is_none() => outs.push(o),
-                Ok(_) => {}
-                Err(e) => {
-                    first_err.get_or_insert(e);
-                }
-            }
+        for item in batch.items {
+            outs.push(
+                item.and_then(|(cid, t)| self.wait(cid).and_then(|res| parse_fetch(&res, &t))),
+            );
         }
-        match first_err {
-            Some(e) => Err(e),
-            None => Ok(outs),
-        }
+        outs
+    }
+
+    /// Collects the results of a [`FetchBatch`], in ticket order; the first
+    /// error if any failed (every fetch is collected either way).
+    pub fn fetch_end(&mut self, batch: FetchBatch) -> Result<Vec<DecodeOutput>, CsdError> {
+        self.fetch_end_each(batch).into_iter().collect()
     }
 
     /// Fetches many decodes: [`Csd::fetch_begin`] then [`Csd::fetch_end`].

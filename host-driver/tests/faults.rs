@@ -16,7 +16,6 @@ use host_driver::transport::SimTransport;
 
 const STEPS: usize = 6;
 
-
 /// About 2% of the blocks of `g`, factory bad, chosen from `seed`.
 fn factory_bad(seed: u64, g: ftl::Geometry) -> Vec<ftl::BlockAddr> {
     let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;

@@ -138,3 +138,62 @@ fn argument_errors() {
     ));
     assert!(a.append(1, 0, 0, &[0; 15], &[0; 15]).is_err());
 }
+
+/// A batch with a bad request: each request gets its own result; the good
+/// ones equal the same requests run without the bad one, on every device.
+#[test]
+fn each_request_of_a_batch_has_its_own_result() {
+    let (s, d, kv) = (64, 16, 4);
+    let (k, v) = structured_kv(5, kv, s, d);
+    let (k, v) = (to_f16_bits(&k), to_f16_bits(&v));
+    let q = to_f16_bits(&structured_query(5, kv, d, kv));
+    let shape = SeqShape {
+        layers: 2,
+        kv_heads: kv as u8,
+        group: 1,
+        head_dim: d as u16,
+        dim_group: 4,
+        rotated: false,
+    };
+    let req = |layer: u16, position: u32| ArrayDecode {
+        seq: 9,
+        layer,
+        position,
+        q: &q,
+        kv_new: None,
+        approx: None,
+        method: Method::Dense,
+    };
+    let mut outs = Vec::new();
+    for with_bad in [false, true] {
+        let mut a = array(2);
+        a.open(9, shape).unwrap();
+        for layer in 0..2 {
+            a.append(9, layer, 0, &k, &v).unwrap();
+        }
+        let mut reqs = vec![req(0, s as u32 - 1)];
+        if with_bad {
+            // Position beyond the stored tokens: Position Mismatch.
+            reqs.push(req(1, s as u32 + 5));
+        }
+        reqs.push(req(1, s as u32 - 1));
+        let r = a.decode_batch_each(&reqs);
+        assert_eq!(r.len(), reqs.len());
+        if with_bad {
+            let e = r[1].as_ref().unwrap_err();
+            assert!(
+                matches!(e, CsdError::Status { status, .. } if status.same_code(&proto::Status::POSITION_MISMATCH)),
+                "{e}"
+            );
+            assert!(a.decode_batch(&reqs).is_err());
+        }
+        outs.push(
+            r.into_iter()
+                .filter_map(Result::ok)
+                .map(|o| o.raw)
+                .collect::<Vec<_>>(),
+        );
+    }
+    assert_eq!(outs[0].len(), 2);
+    assert_eq!(outs[0], outs[1]);
+}

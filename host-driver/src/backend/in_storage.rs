@@ -254,21 +254,23 @@ impl<T: Transport> AttentionBackend for InStorage<T> {
                 method: s.method,
             })
             .collect();
-        let results: Vec<Result<Vec<f32>, CsdError>> = match self.array.decode_batch(&reqs) {
-            Ok(o) => o.into_iter().map(|o| Ok(o.out)).collect(),
-            Err(_) => {
-                // Step by step, each retried on the drive.
-                self.recovery.batches_failed += 1;
-                let mut redone = Vec::with_capacity(reqs.len());
-                for r in &reqs {
-                    let (o, n) = self.array.decode_retrying(r, self.retry);
-                    self.recovery.retries += u64::from(n);
-                    self.recovery.steps_recovered += u64::from(o.is_ok());
-                    redone.push(o.map(|o| o.out));
-                }
-                redone
+        // Each step's own result; the failed ones run again one by one,
+        // each retried on the drive.
+        let mut results = self.array.decode_batch_each(&reqs);
+        if results.iter().any(Result::is_err) {
+            self.recovery.batches_failed += 1;
+        }
+        for (r, req) in results.iter_mut().zip(&reqs) {
+            if r.is_ok() {
+                continue;
             }
-        };
+            let (o, n) = self.array.decode_retrying(req, self.retry);
+            self.recovery.retries += u64::from(n);
+            self.recovery.steps_recovered += u64::from(o.is_ok());
+            *r = o;
+        }
+        let results: Vec<Result<Vec<f32>, CsdError>> =
+            results.into_iter().map(|r| r.map(|o| o.out)).collect();
         let mut first_err = None;
         for ((&i, s), r) in on_drive.iter().zip(&steps).zip(results) {
             match r {

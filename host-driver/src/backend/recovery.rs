@@ -3,8 +3,9 @@
 //!
 //! The policy, in order:
 //!
-//! 1. **Retry on the drive.** A batch that fails is run again step by step
-//!    ([`crate::array::CsdArray::decode_retrying`]): each device's share is
+//! 1. **Retry on the drive.** Each step of a batch has its own result
+//!    ([`crate::array::CsdArray::decode_batch_each`]); a failed step is run
+//!    again alone ([`crate::array::CsdArray::decode_retrying`]): each device's share is
 //!    re-run up to [`crate::csd::RetryPolicy::attempts`] times after a
 //!    failure whose status has Do Not Retry clear (an unrecovered read
 //!    error: the firmware has already re-read the page twice) or that got
@@ -29,11 +30,11 @@
 /// Counts of [`super::InStorage`]'s recovery.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Recovery {
-    /// Decode batches that failed on the drive and were run again.
+    /// Decode batches in which at least one step failed on the drive.
     pub batches_failed: u64,
     /// Device commands re-run after a transient failure.
     pub retries: u64,
-    /// Steps of failed batches that then completed on the drive.
+    /// Failed steps that then completed on the drive.
     pub steps_recovered: u64,
     /// Steps computed from the host copy after the drive failed them.
     pub steps_recomputed: u64,
