@@ -444,3 +444,25 @@ fn a_dropped_connection_reconnects_and_keeps_the_sequences() {
     assert!(s.is_success(), "{s}");
     assert_eq!(tcp.reconnects(), 1);
 }
+
+/// `demo` on a remote drive reports the drive's own flash page size, not
+/// the one asked for a simulated drive.
+#[test]
+fn demo_over_nvme_tcp_reports_the_remote_page_size() {
+    use host_driver::run::demo::{DemoParams, run_demo};
+    use host_driver::transport::DeviceSpec;
+    let t = target(16384);
+    let p = DemoParams {
+        layers: 1,
+        seqs: 1,
+        steps: 2,
+        prompt: 40,
+        devices: 1,
+        page_size: 4096,
+        device: DeviceSpec::parse(&t.url()).expect("device"),
+        ..DemoParams::default()
+    };
+    let r = run_demo(&p).expect("demo over NVMe/TCP");
+    assert!(r.rows.iter().all(|row| row.page_size == 16384));
+    assert!(r.to_string().contains("16384 B pages"), "{r}");
+}

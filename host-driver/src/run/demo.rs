@@ -87,6 +87,9 @@ pub struct DemoRow {
     pub wall_device_ms: f64,
     /// Wall time of the host reference decodes, ms.
     pub wall_host_ms: f64,
+    /// The flash page size the drive reports (its capability block): a
+    /// drive other than the simulated one has its own.
+    pub page_size: u32,
 }
 
 /// The demo's results.
@@ -114,7 +117,7 @@ impl fmt::Display for DemoReport {
             p.prompt,
             p.steps,
             p.devices,
-            p.page_size
+            self.rows.first().map_or(p.page_size, |r| r.page_size)
         )?;
         writeln!(
             f,
@@ -230,10 +233,9 @@ fn run_method(
     sparf: bool,
 ) -> Result<DemoRow, RunError> {
     let (kvh, d, total) = (p.kv_heads, p.head_dim, p.prompt + p.steps);
-    let mut dev = InStorage::new(
-        device_array(&p.device, p.devices, p.page_size)?,
-        p.dim_group,
-    );
+    let array = device_array(&p.device, p.devices, p.page_size)?;
+    let page_size = array.devices()[0].info().caps.page_size;
+    let mut dev = InStorage::new(array, p.dim_group);
     let mut host = HostDense::new();
     for seq in 0..p.seqs {
         dev.open(seq as u32, shape)?;
@@ -253,6 +255,7 @@ fn run_method(
         max_abs_err: 0.0,
         wall_device_ms: 0.0,
         wall_host_ms: 0.0,
+        page_size,
     };
     for step in 0..p.steps {
         let pos = p.prompt + step;
