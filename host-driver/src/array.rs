@@ -321,20 +321,11 @@ impl<T: Transport> CsdArray<T> {
                 owners[dev].push(ti);
             }
         }
-        let batches: Vec<_> = self
-            .devices
-            .iter_mut()
-            .zip(per_dev)
-            .map(|(dev, ts)| dev.fetch_begin_each(ts))
-            .collect();
+        let per_dev_results = self.fetch_on_every_device(per_dev);
         let mut parts: Vec<Vec<(usize, DecodeOutput)>> = vec![Vec::new(); n];
         let mut errors: Vec<Option<CsdError>> = (0..n).map(|_| None).collect();
-        for (dev, (batch, owner)) in batches.into_iter().zip(owners).enumerate() {
-            for (r, ti) in self.devices[dev]
-                .fetch_end_each(batch)
-                .into_iter()
-                .zip(owner)
-            {
+        for (dev, (results, owner)) in per_dev_results.into_iter().zip(owners).enumerate() {
+            for (r, ti) in results.into_iter().zip(owner) {
                 match r {
                     Ok(o) => parts[ti].push((dev, o)),
                     Err(e) => {
@@ -351,6 +342,50 @@ impl<T: Transport> CsdArray<T> {
                 None => Ok(merge(p)),
             })
             .collect()
+    }
+
+    /// Each device's fetches of `per_dev` (waiting for their submits on the
+    /// way). With two or more busy devices whose transports hold the caller
+    /// ([`Transport::holds_caller`]), each works in a thread of its own:
+    /// simulated boards compute at once, and drives behind blocking system
+    /// calls wait at once. Asynchronous transports stay on this thread,
+    /// where extra threads would only compete with the devices for CPU.
+    fn fetch_on_every_device(
+        &mut self,
+        per_dev: Vec<Vec<Ticket>>,
+    ) -> Vec<Vec<Result<DecodeOutput, CsdError>>> {
+        let busy = per_dev
+            .iter()
+            .zip(&self.devices)
+            .filter(|(ts, d)| !ts.is_empty() && d.transport().holds_caller())
+            .count();
+        let one = |dev: &mut Csd<T>, ts: Vec<Ticket>| {
+            if ts.is_empty() {
+                return Vec::new();
+            }
+            let batch = dev.fetch_begin_each(ts);
+            dev.fetch_end_each(batch)
+        };
+        if busy < 2 {
+            return self
+                .devices
+                .iter_mut()
+                .zip(per_dev)
+                .map(|(dev, ts)| one(dev, ts))
+                .collect();
+        }
+        std::thread::scope(|s| {
+            let handles: Vec<_> = self
+                .devices
+                .iter_mut()
+                .zip(per_dev)
+                .map(|(dev, ts)| s.spawn(move || one(dev, ts)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        })
     }
 
     /// Submits every request, then fetches them all; the first error if

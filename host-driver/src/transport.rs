@@ -176,7 +176,7 @@ pub(crate) fn free_cid(next: &mut u16, in_use: impl Fn(u16) -> bool) -> u16 {
 }
 
 /// A way to reach one device.
-pub trait Transport {
+pub trait Transport: Send {
     /// Runs one admin command to completion.
     fn admin(&mut self, req: IoRequest) -> Result<IoResult, TransportError>;
     /// Queues one I/O command and returns its command identifier; the
@@ -193,5 +193,14 @@ pub trait Transport {
     /// most 504 KiB); `None` where only the device's limit applies.
     fn max_transfer(&self) -> Option<usize> {
         None
+    }
+    /// Whether a command's work happens in, or holds, the calling thread:
+    /// the simulated board computes when completions are reaped, a
+    /// passthrough ioctl blocks until its command completes, the board link
+    /// serves the device's DMA from the caller. An array runs such devices
+    /// in threads of their own; asynchronous transports (io_uring,
+    /// NVMe/TCP) need none.
+    fn holds_caller(&self) -> bool {
+        false
     }
 }

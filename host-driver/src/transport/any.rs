@@ -200,6 +200,21 @@ impl Transport for AnyTransport {
             Self::Tcp(t) => t.max_transfer(),
         }
     }
+
+    fn holds_caller(&self) -> bool {
+        match self {
+            Self::Sim(t) => t.holds_caller(),
+            Self::Qemu(t) => t.holds_caller(),
+            #[cfg(target_os = "linux")]
+            Self::Linux(t) => t.holds_caller(),
+            #[cfg(all(
+                target_os = "linux",
+                any(target_arch = "x86_64", target_arch = "aarch64")
+            ))]
+            Self::Vfio(t) => t.holds_caller(),
+            Self::Tcp(t) => t.holds_caller(),
+        }
+    }
 }
 
 #[cfg(test)]

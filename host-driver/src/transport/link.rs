@@ -195,7 +195,7 @@ fn read_request(rx: &mut impl Read) -> Result<Request, TransportError> {
     Ok(Request::from_bytes(&b)?)
 }
 
-impl<R: Read, W: Write> Transport for LinkTransport<R, W> {
+impl<R: Read + Send, W: Write + Send> Transport for LinkTransport<R, W> {
     fn admin(&mut self, req: IoRequest) -> Result<IoResult, TransportError> {
         if !self.pending.is_empty() || !self.ready.is_empty() {
             // One command at a time on the link's device: reap first.
@@ -258,5 +258,9 @@ impl<R: Read, W: Write> Transport for LinkTransport<R, W> {
 
     fn device_time(&self) -> Option<DeviceTime> {
         None
+    }
+
+    fn holds_caller(&self) -> bool {
+        true
     }
 }

@@ -90,7 +90,7 @@ impl<P: Passthru> LinuxNvme<P> {
     }
 }
 
-impl<P: Passthru> Transport for LinuxNvme<P> {
+impl<P: Passthru + Send> Transport for LinuxNvme<P> {
     fn admin(&mut self, req: IoRequest) -> Result<IoResult, TransportError> {
         self.run(true, req)
     }
@@ -121,6 +121,10 @@ impl<P: Passthru> Transport for LinuxNvme<P> {
 
     fn max_transfer(&self) -> Option<usize> {
         Some(self.dev.max_transfer())
+    }
+
+    fn holds_caller(&self) -> bool {
+        true
     }
 }
 

@@ -415,4 +415,8 @@ impl Transport for QemuTransport {
     fn device_time(&self) -> Option<DeviceTime> {
         None
     }
+
+    fn holds_caller(&self) -> bool {
+        true
+    }
 }

@@ -300,6 +300,10 @@ impl Transport for SimTransport {
         self.pending.len() + self.ready.len()
     }
 
+    fn holds_caller(&self) -> bool {
+        true
+    }
+
     fn device_time(&self) -> Option<DeviceTime> {
         let b = self.dev.breakdown();
         Some(DeviceTime {
