@@ -158,36 +158,56 @@ fn campaign(
     t
 }
 
-#[test]
-fn faults_are_recovered_or_reported_never_silent() {
+impl Tally {
+    fn add(&mut self, t: &Tally) {
+        self.injected += t.injected;
+        self.factory_bad += t.factory_bad;
+        self.wear += t.wear;
+        self.retried_reads += t.retried_reads;
+        self.steps_equal += t.steps_equal;
+        self.detected += t.detected;
+        self.silent += t.silent;
+        self.host_retries += t.host_retries;
+        self.recovered += t.recovered;
+        self.recomputed += t.recomputed;
+    }
+}
+
+/// Every seed of `seeds` at every read-failure rate of `read_ppm`, with
+/// 0.5% of programs and erases failing and channel 3 four times slower;
+/// `check` sees each run's tally; returns the sum.
+fn campaigns(
+    seeds: std::ops::Range<u64>,
+    read_ppm: [u32; 2],
+    host_policy: bool,
+    check: impl Fn(u64, &Tally),
+) -> Tally {
     let w = DecodeWorkload::new(2, 400);
     let reference = reference(&w, STEPS);
     let mut total = Tally::default();
-    for seed in 0..6u64 {
-        // Moderate: 2% of reads fail once, 0.5% of programs and erases
-        // fail; channel 3 four times slower. Severe: a third of reads fail.
-        for read_ppm in [20_000, 330_000] {
-            let t = campaign(
-                &w,
-                &reference,
-                NandFaults {
-                    seed,
-                    read_ppm,
-                    program_ppm: 5_000,
-                    erase_ppm: 5_000,
-                    slow_channel: Some((3, 4)),
-                },
-                false,
-            );
-            assert_eq!(t.silent, 0, "seed {seed}: {t:?}");
-            total.injected += t.injected;
-            total.factory_bad += t.factory_bad;
-            total.wear += t.wear;
-            total.retried_reads += t.retried_reads;
-            total.steps_equal += t.steps_equal;
-            total.detected += t.detected;
+    for seed in seeds {
+        for read_ppm in read_ppm {
+            let faults = NandFaults {
+                seed,
+                read_ppm,
+                program_ppm: 5_000,
+                erase_ppm: 5_000,
+                slow_channel: Some((3, 4)),
+            };
+            let t = campaign(&w, &reference, faults, host_policy);
+            check(seed, &t);
+            total.add(&t);
         }
     }
+    total
+}
+
+#[test]
+fn faults_are_recovered_or_reported_never_silent() {
+    // Moderate: 2% of reads fail once. Severe: a third of reads fail.
+    let total = campaigns(0..6, [20_000, 330_000], false, |seed, t| {
+        assert_eq!(t.silent, 0, "seed {seed}: {t:?}");
+    });
     assert!(total.injected > 100 && total.wear > 0, "{total:?}");
     assert!(total.steps_equal > 0, "{total:?}");
     assert!(
@@ -267,37 +287,12 @@ fn with_a_host_copy_a_page_that_never_reads_back_is_recomputed_bit_for_bit() {
 
 #[test]
 fn under_the_host_policy_every_step_returns_the_fault_free_bits() {
-    let w = DecodeWorkload::new(2, 400);
-    let reference = reference(&w, STEPS);
-    let mut total = Tally::default();
-    for seed in 0..3u64 {
-        // 10% of reads failing: the host's retries are enough. 33%: some
-        // sequences fail for good on the drive and move to the host.
-        for read_ppm in [100_000, 330_000] {
-            let t = campaign(
-                &w,
-                &reference,
-                NandFaults {
-                    seed,
-                    read_ppm,
-                    program_ppm: 5_000,
-                    erase_ppm: 5_000,
-                    slow_channel: Some((3, 4)),
-                },
-                true,
-            );
-            assert_eq!((t.silent, t.detected), (0, 0), "seed {seed}: {t:?}");
-            assert_eq!(t.steps_equal, STEPS, "seed {seed}: {t:?}");
-            total.injected += t.injected;
-            total.factory_bad += t.factory_bad;
-            total.wear += t.wear;
-            total.retried_reads += t.retried_reads;
-            total.host_retries += t.host_retries;
-            total.recovered += t.recovered;
-            total.recomputed += t.recomputed;
-            total.steps_equal += t.steps_equal;
-        }
-    }
+    // 10% of reads failing: the host's retries are enough. 33%: some
+    // sequences fail for good on the drive and move to the host.
+    let total = campaigns(0..3, [100_000, 330_000], true, |seed, t| {
+        assert_eq!((t.silent, t.detected), (0, 0), "seed {seed}: {t:?}");
+        assert_eq!(t.steps_equal, STEPS, "seed {seed}: {t:?}");
+    });
     assert!(total.recovered > 0 && total.recomputed > 0, "{total:?}");
     eprintln!("fault campaign under the host policy: {total:?}");
 }

@@ -261,11 +261,22 @@ impl<T: Transport> AttentionBackend for InStorage<T> {
             self.recovery.batches_failed += 1;
         }
         for (r, req) in results.iter_mut().zip(&reqs) {
-            if r.is_ok() {
-                continue;
-            }
-            let (o, n) = self.array.decode_retrying(req, self.retry);
-            self.recovery.retries += u64::from(n);
+            // A step that failed transiently is run again if the policy
+            // allows one re-run (this one) or more; one refused because the
+            // drive already holds its token, always (that is no retry).
+            let (policy, first) = match r {
+                Ok(_) => continue,
+                Err(e) if e.is_position_mismatch() && req.kv_new.is_some() => (self.retry, 0),
+                Err(e) if e.is_transient() && self.retry.attempts > 0 => (
+                    RetryPolicy {
+                        attempts: self.retry.attempts - 1,
+                    },
+                    1,
+                ),
+                Err(_) => continue,
+            };
+            let (o, n) = self.array.decode_retrying(req, policy);
+            self.recovery.retries += u64::from(n + first);
             self.recovery.steps_recovered += u64::from(o.is_ok());
             *r = o;
         }

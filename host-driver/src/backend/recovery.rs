@@ -4,13 +4,14 @@
 //! The policy, in order:
 //!
 //! 1. **Retry on the drive.** Each step of a batch has its own result
-//!    ([`crate::array::CsdArray::decode_batch_each`]); a failed step is run
-//!    again alone ([`crate::array::CsdArray::decode_retrying`]): each device's share is
-//!    re-run up to [`crate::csd::RetryPolicy::attempts`] times after a
-//!    failure whose status has Do Not Retry clear (an unrecovered read
-//!    error: the firmware has already re-read the page twice) or that got
-//!    no completion. The new token is never stored twice: the retry follows
-//!    the device's Position Mismatch to the form it needs.
+//!    ([`crate::array::CsdArray::decode_batch_each`]). A failed step is
+//!    run again alone ([`crate::array::CsdArray::decode_retrying`]), up to
+//!    [`crate::csd::RetryPolicy::attempts`] times, after a failure whose
+//!    status has Do Not Retry clear (an unrecovered read error: the
+//!    firmware has already re-read the page twice) or that got no
+//!    completion. The new token is never stored twice: a step refused
+//!    with Position Mismatch because the drive holds its token already is
+//!    run without it (always, with any policy: that is no retry).
 //! 2. **Recompute on the host from its own copy**, when the backend keeps
 //!    one ([`super::InStorage::keep_host_copy`]): a copy of every sequence's
 //!    KV in host memory, computed with the device's bit-exact engine model,
@@ -32,7 +33,7 @@
 pub struct Recovery {
     /// Decode batches in which at least one step failed on the drive.
     pub batches_failed: u64,
-    /// Device commands re-run after a transient failure.
+    /// Re-runs of failed steps after transient failures.
     pub retries: u64,
     /// Failed steps that then completed on the drive.
     pub steps_recovered: u64,

@@ -49,7 +49,9 @@ impl CsdError {
         }
     }
 
-    fn is_position_mismatch(&self) -> bool {
+    /// Whether the device refused the command's position (Position
+    /// Mismatch): a decode with a new token the device already holds.
+    pub fn is_position_mismatch(&self) -> bool {
         matches!(self, CsdError::Status { status, .. } if status.same_code(&Status::POSITION_MISMATCH))
     }
 }

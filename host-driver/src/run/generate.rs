@@ -148,7 +148,7 @@ impl RunSummary {
         }
         if let Some(r) = self.recovery.filter(|r| *r != Recovery::default()) {
             out.push(format!(
-                "recovery: {} failed batches, {} commands run again, {} steps completed on the drive after a failure, {} recomputed and {} computed from the host copy ({} sequences moved), {} failed",
+                "recovery: {} batches with failed steps, {} re-runs, {} failed steps then completed on the drive, {} recomputed and {} computed from the host copy ({} sequences moved), {} failed for good",
                 r.batches_failed,
                 r.retries,
                 r.steps_recovered,
