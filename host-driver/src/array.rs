@@ -360,9 +360,6 @@ impl<T: Transport> CsdArray<T> {
             .filter(|(ts, d)| !ts.is_empty() && d.transport().holds_caller())
             .count();
         let one = |dev: &mut Csd<T>, ts: Vec<Ticket>| {
-            if ts.is_empty() {
-                return Vec::new();
-            }
             let batch = dev.fetch_begin_each(ts);
             dev.fetch_end_each(batch)
         };

@@ -522,27 +522,24 @@ impl Pdu {
         };
         let b = &mut out.bytes;
         match *self {
+            // The two share a layout: PFV, the data alignment, the
+            // digests, then MAXR2T (request) or MAXH2CDATA (response).
             Pdu::IcReq {
                 pfv,
-                hpda,
+                hpda: pda,
                 digests,
-                maxr2t,
-            } => {
-                put_u16(b, 8, pfv);
-                b[10] = hpda;
-                b[11] = digests.to_byte();
-                put_u32(b, 12, maxr2t);
+                maxr2t: max,
             }
-            Pdu::IcResp {
+            | Pdu::IcResp {
                 pfv,
-                cpda,
+                cpda: pda,
                 digests,
-                maxdata,
+                maxdata: max,
             } => {
                 put_u16(b, 8, pfv);
-                b[10] = cpda;
+                b[10] = pda;
                 b[11] = digests.to_byte();
-                put_u32(b, 12, maxdata);
+                put_u32(b, 12, max);
             }
             Pdu::TermReq { fes, fei, .. } => {
                 put_u16(b, 8, fes);

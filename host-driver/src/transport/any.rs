@@ -127,6 +127,21 @@ pub enum AnyTransport {
 }
 
 impl AnyTransport {
+    fn inner_ref(&self) -> &dyn Transport {
+        match self {
+            Self::Sim(t) => t.as_ref(),
+            Self::Qemu(t) => t.as_ref(),
+            #[cfg(target_os = "linux")]
+            Self::Linux(t) => t.as_ref(),
+            #[cfg(all(
+                target_os = "linux",
+                any(target_arch = "x86_64", target_arch = "aarch64")
+            ))]
+            Self::Vfio(t) => t.as_ref(),
+            Self::Tcp(t) => t.as_ref(),
+        }
+    }
+
     fn inner(&mut self) -> &mut dyn Transport {
         match self {
             Self::Sim(t) => t.as_mut(),
@@ -157,63 +172,19 @@ impl Transport for AnyTransport {
     }
 
     fn in_flight(&self) -> usize {
-        match self {
-            Self::Sim(t) => t.in_flight(),
-            Self::Qemu(t) => t.in_flight(),
-            #[cfg(target_os = "linux")]
-            Self::Linux(t) => t.in_flight(),
-            #[cfg(all(
-                target_os = "linux",
-                any(target_arch = "x86_64", target_arch = "aarch64")
-            ))]
-            Self::Vfio(t) => t.in_flight(),
-            Self::Tcp(t) => t.in_flight(),
-        }
+        self.inner_ref().in_flight()
     }
 
     fn device_time(&self) -> Option<DeviceTime> {
-        match self {
-            Self::Sim(t) => t.device_time(),
-            Self::Qemu(t) => t.device_time(),
-            #[cfg(target_os = "linux")]
-            Self::Linux(t) => t.device_time(),
-            #[cfg(all(
-                target_os = "linux",
-                any(target_arch = "x86_64", target_arch = "aarch64")
-            ))]
-            Self::Vfio(t) => t.device_time(),
-            Self::Tcp(t) => t.device_time(),
-        }
+        self.inner_ref().device_time()
     }
 
     fn max_transfer(&self) -> Option<usize> {
-        match self {
-            Self::Sim(t) => t.max_transfer(),
-            Self::Qemu(t) => t.max_transfer(),
-            #[cfg(target_os = "linux")]
-            Self::Linux(t) => t.max_transfer(),
-            #[cfg(all(
-                target_os = "linux",
-                any(target_arch = "x86_64", target_arch = "aarch64")
-            ))]
-            Self::Vfio(t) => t.max_transfer(),
-            Self::Tcp(t) => t.max_transfer(),
-        }
+        self.inner_ref().max_transfer()
     }
 
     fn holds_caller(&self) -> bool {
-        match self {
-            Self::Sim(t) => t.holds_caller(),
-            Self::Qemu(t) => t.holds_caller(),
-            #[cfg(target_os = "linux")]
-            Self::Linux(t) => t.holds_caller(),
-            #[cfg(all(
-                target_os = "linux",
-                any(target_arch = "x86_64", target_arch = "aarch64")
-            ))]
-            Self::Vfio(t) => t.holds_caller(),
-            Self::Tcp(t) => t.holds_caller(),
-        }
+        self.inner_ref().holds_caller()
     }
 }
 
