@@ -20,6 +20,7 @@
 //! | `staging` | a command's data pages and PRPs in modelled host memory |
 
 pub mod any;
+pub(crate) mod inflight;
 pub mod link;
 #[cfg(target_os = "linux")]
 pub mod linux;
@@ -161,18 +162,6 @@ pub enum TransportError {
     /// The byte stream to the device failed (board link, device files).
     #[error("I/O: {0}")]
     Io(#[from] std::io::Error),
-}
-
-/// The first command identifier from `*next` on that `in_use` says is
-/// free; `*next` moves past it (identifiers are reused only once their
-/// command has been reaped).
-pub(crate) fn free_cid(next: &mut u16, in_use: impl Fn(u16) -> bool) -> u16 {
-    let mut cid = *next;
-    while in_use(cid) {
-        cid = cid.wrapping_add(1);
-    }
-    *next = cid.wrapping_add(1);
-    cid
 }
 
 /// A way to reach one device.

@@ -10,7 +10,7 @@
 //! KATO on the admin queue. Every wait for the target is bounded by the
 //! command timeout.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::io::{BufReader, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,6 +26,7 @@ use proto::tcp::{Digests, Pdu};
 use proto::{Cqe, Opcode, Sqe, Status};
 
 use super::wire::{self, WireError};
+use crate::transport::inflight::Inflight;
 use crate::transport::{DeviceTime, IoData, IoRequest, IoResult, Transport, TransportError};
 
 /// `tcp://HOST:PORT/NQN`.
@@ -426,9 +427,8 @@ pub struct NvmeTcp {
     io: Queue,
     cntlid: u16,
     depth: usize,
-    pending: HashMap<u16, Outstanding>,
-    ready: VecDeque<(u16, IoResult)>,
-    next_cid: u16,
+    /// I/O commands outstanding (what each expects back) or completed.
+    cmds: Inflight<Outstanding>,
     keep_alive: Option<(Arc<AtomicBool>, JoinHandle<()>)>,
     /// The I/O connection failed; reconnect before the next command.
     broken: bool,
@@ -456,9 +456,7 @@ impl NvmeTcp {
             io,
             cntlid,
             depth,
-            pending: HashMap::new(),
-            ready: VecDeque::new(),
-            next_cid: 0,
+            cmds: Inflight::default(),
             keep_alive: None,
             broken: false,
             reconnects: 0,
@@ -582,7 +580,7 @@ impl NvmeTcp {
         self.io = io;
         self.cntlid = cntlid;
         self.depth = depth;
-        self.pending.clear();
+        self.cmds.pending.clear();
         self.broken = false;
         self.reconnects += 1;
         self.start_keep_alive();
@@ -599,8 +597,8 @@ impl NvmeTcp {
     fn broke(&mut self, e: TransportError) -> TransportError {
         if matches!(e, TransportError::Io(_) | TransportError::DeviceFailed(_)) {
             self.broken = true;
-            let lost = self.pending.len();
-            self.pending.clear();
+            let lost = self.cmds.pending.len();
+            self.cmds.pending.clear();
             if lost > 0 {
                 return TransportError::DeviceFailed(format!(
                     "{e}; {lost} command(s) in flight lost, the next one reconnects"
@@ -652,9 +650,9 @@ impl NvmeTcp {
     }
 
     fn pump(&mut self) -> Result<(), TransportError> {
-        match self.io.next_completion(&mut self.pending) {
-            Ok(done) => {
-                self.ready.push_back(done);
+        match self.io.next_completion(&mut self.cmds.pending) {
+            Ok((cid, res)) => {
+                self.cmds.complete(cid, res);
                 Ok(())
             }
             Err(e) => Err(self.broke(e)),
@@ -711,36 +709,29 @@ impl Transport for NvmeTcp {
         if self.broken {
             self.reconnect()?;
         }
-        while self.pending.len() >= self.depth {
+        while self.cmds.pending.len() >= self.depth {
             self.pump()?;
         }
-        let cid = crate::transport::free_cid(&mut self.next_cid, |c| {
-            self.pending.contains_key(&c) || self.ready.iter().any(|(r, _)| *r == c)
-        });
+        let cid = self.cmds.free_cid();
         let mut sqe = req.sqe;
         sqe.set_cid(cid);
         let o = match self.io.send(sqe, req.data) {
             Ok(o) => o,
             Err(e) => return Err(self.broke(e)),
         };
-        self.pending.insert(cid, o);
+        self.cmds.pending.insert(cid, o);
         Ok(cid)
     }
 
     fn reap(&mut self) -> Result<(u16, IoResult), TransportError> {
-        if self.ready.is_empty() {
-            if self.pending.is_empty() {
-                return Err(TransportError::NothingInFlight);
-            }
+        if self.cmds.must_harvest()? {
             self.pump()?;
         }
-        self.ready
-            .pop_front()
-            .ok_or(TransportError::NothingInFlight)
+        self.cmds.pop()
     }
 
     fn in_flight(&self) -> usize {
-        self.pending.len() + self.ready.len()
+        self.cmds.len()
     }
 
     fn device_time(&self) -> Option<DeviceTime> {

@@ -10,13 +10,14 @@
 //! completion that no queued command can give means the device has lost a
 //! command: [`TransportError::NoCompletion`].
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::io::{Read, Write};
 
 use board_sim::HostMemory;
 use proto::link::{Kind, Reply, ReplyStatus, Request};
 use proto::{Cqe, Sqe};
 
+use super::inflight::Inflight;
 use super::staging::{self, Buffers};
 use super::{DeviceTime, IoRequest, IoResult, Transport, TransportError};
 
@@ -37,10 +38,8 @@ pub struct LinkTransport<R, W> {
     /// The device asked for a command and has not been answered.
     fetch_waiting: bool,
     next_admin_cid: u16,
-    next_cid: u16,
-    /// I/O commands on the device, by cid.
-    pending: HashMap<u16, Buffers>,
-    ready: VecDeque<(u16, IoResult)>,
+    /// I/O commands on the device (their staged buffers) or completed.
+    cmds: Inflight<Buffers>,
 }
 
 impl<R: Read, W: Write> LinkTransport<R, W> {
@@ -63,9 +62,7 @@ impl<R: Read, W: Write> LinkTransport<R, W> {
             queue: VecDeque::new(),
             fetch_waiting: false,
             next_admin_cid: 0,
-            next_cid: 0,
-            pending: HashMap::new(),
-            ready: VecDeque::new(),
+            cmds: Inflight::default(),
         })
     }
 
@@ -95,7 +92,7 @@ impl<R: Read, W: Write> LinkTransport<R, W> {
         if self.fetch_waiting {
             let Some((qid, sqe)) = self.queue.pop_front() else {
                 return Err(TransportError::NoCompletion(
-                    self.pending.len() + usize::from(!self.queue.is_empty()),
+                    self.cmds.pending.len() + usize::from(!self.queue.is_empty()),
                 ));
             };
             let r = Reply {
@@ -172,7 +169,7 @@ impl<R: Read, W: Write> LinkTransport<R, W> {
     fn harvest_one(&mut self) -> Result<(), TransportError> {
         let (qid, cqe) = self.next_completion()?;
         let bufs = match (qid == IO_QID && cqe.sq_id == IO_QID)
-            .then(|| self.pending.remove(&cqe.cid))
+            .then(|| self.cmds.pending.remove(&cqe.cid))
             .flatten()
         {
             Some(b) => b,
@@ -184,7 +181,7 @@ impl<R: Read, W: Write> LinkTransport<R, W> {
             }
         };
         let data = staging::unstage(&mut self.mem, bufs)?;
-        self.ready.push_back((cqe.cid, IoResult { cqe, data }));
+        self.cmds.complete(cqe.cid, IoResult { cqe, data });
         Ok(())
     }
 }
@@ -197,7 +194,7 @@ fn read_request(rx: &mut impl Read) -> Result<Request, TransportError> {
 
 impl<R: Read + Send, W: Write + Send> Transport for LinkTransport<R, W> {
     fn admin(&mut self, req: IoRequest) -> Result<IoResult, TransportError> {
-        if !self.pending.is_empty() || !self.ready.is_empty() {
+        if self.cmds.len() > 0 {
             // One command at a time on the link's device: reap first.
             return Err(TransportError::QueueFull(self.in_flight()));
         }
@@ -226,34 +223,27 @@ impl<R: Read + Send, W: Write + Send> Transport for LinkTransport<R, W> {
     }
 
     fn submit(&mut self, req: IoRequest) -> Result<u16, TransportError> {
-        if self.pending.len() >= IO_DEPTH {
-            return Err(TransportError::QueueFull(self.pending.len()));
+        if self.cmds.pending.len() >= IO_DEPTH {
+            return Err(TransportError::QueueFull(self.cmds.pending.len()));
         }
-        let cid = super::free_cid(&mut self.next_cid, |c| {
-            self.pending.contains_key(&c) || self.ready.iter().any(|(r, _)| *r == c)
-        });
+        let cid = self.cmds.free_cid();
         let mut sqe = req.sqe;
         sqe.set_cid(cid);
         let bufs = staging::stage(&mut self.mem, &mut sqe, &req.data)?;
-        self.pending.insert(cid, bufs);
+        self.cmds.pending.insert(cid, bufs);
         self.queue.push_back((IO_QID, sqe));
         Ok(cid)
     }
 
     fn reap(&mut self) -> Result<(u16, IoResult), TransportError> {
-        if self.ready.is_empty() {
-            if self.pending.is_empty() {
-                return Err(TransportError::NothingInFlight);
-            }
+        if self.cmds.must_harvest()? {
             self.harvest_one()?;
         }
-        self.ready
-            .pop_front()
-            .ok_or(TransportError::NothingInFlight)
+        self.cmds.pop()
     }
 
     fn in_flight(&self) -> usize {
-        self.pending.len() + self.ready.len()
+        self.cmds.len()
     }
 
     fn device_time(&self) -> Option<DeviceTime> {

@@ -9,11 +9,10 @@
 //! ring, doorbells are rung, the board runs until idle, completions are
 //! consumed by phase tag and the CQ head doorbell is rung.
 
-use std::collections::{HashMap, VecDeque};
-
 use board_sim::{SimConfig, SimCsd};
 use proto::{Cqe, Opcode, Sqe};
 
+use super::inflight::Inflight;
 use super::ring::QueuePair;
 use super::staging::{self, Buffers};
 use super::{DeviceTime, IoData, IoRequest, IoResult, Transport, TransportError};
@@ -37,11 +36,8 @@ pub struct SimTransport {
     admin: QueuePair,
     io: QueuePair,
     next_admin_cid: u16,
-    next_cid: u16,
-    /// Commands on the device, by cid.
-    pending: HashMap<u16, Buffers>,
-    /// Completions already taken off the CQ, not yet reaped.
-    ready: VecDeque<(u16, IoResult)>,
+    /// I/O commands on the device (their staged buffers) or completed.
+    cmds: Inflight<Buffers>,
     /// Where command data lives.
     placement: Placement,
 }
@@ -73,9 +69,7 @@ impl SimTransport {
             admin: QueuePair::new(0, asq, acq, ADMIN_ENTRIES),
             io: QueuePair::new(IO_QID, iosq, iocq, io_entries),
             next_admin_cid: 0,
-            next_cid: 0,
-            pending: HashMap::new(),
-            ready: VecDeque::new(),
+            cmds: Inflight::default(),
             placement: Placement::Host,
         };
         let qsize = u32::from(io_entries - 1) << 16 | u32::from(IO_QID);
@@ -204,14 +198,15 @@ impl SimTransport {
                 });
             }
             let bufs =
-                self.pending
+                self.cmds
+                    .pending
                     .remove(&cqe.cid)
                     .ok_or(TransportError::UnexpectedCompletion {
                         cid: cqe.cid,
                         sq_id: cqe.sq_id,
                     })?;
             let data = self.unstage(bufs)?;
-            self.ready.push_back((cqe.cid, IoResult { cqe, data }));
+            self.cmds.complete(cqe.cid, IoResult { cqe, data });
             n += 1;
         }
         Ok(n)
@@ -262,12 +257,10 @@ impl Transport for SimTransport {
             self.run_device()?;
             self.harvest()?;
             if self.io.sq_full() {
-                return Err(TransportError::QueueFull(self.pending.len()));
+                return Err(TransportError::QueueFull(self.cmds.pending.len()));
             }
         }
-        let cid = super::free_cid(&mut self.next_cid, |c| {
-            self.pending.contains_key(&c) || self.ready.iter().any(|(r, _)| *r == c)
-        });
+        let cid = self.cmds.free_cid();
         let mut sqe = req.sqe;
         sqe.set_cid(cid);
         let bufs = self.stage(&mut sqe, &req.data)?;
@@ -275,29 +268,22 @@ impl Transport for SimTransport {
             self.release(&bufs);
             return Err(e);
         }
-        self.pending.insert(cid, bufs);
+        self.cmds.pending.insert(cid, bufs);
         Ok(cid)
     }
 
     fn reap(&mut self) -> Result<(u16, IoResult), TransportError> {
-        if self.ready.is_empty() {
-            if self.pending.is_empty() {
-                return Err(TransportError::NothingInFlight);
-            }
+        if self.cmds.must_harvest()? && self.harvest()? == 0 {
+            self.run_device()?;
             if self.harvest()? == 0 {
-                self.run_device()?;
-                if self.harvest()? == 0 {
-                    return Err(TransportError::NoCompletion(self.pending.len()));
-                }
+                return Err(TransportError::NoCompletion(self.cmds.pending.len()));
             }
         }
-        self.ready
-            .pop_front()
-            .ok_or(TransportError::NothingInFlight)
+        self.cmds.pop()
     }
 
     fn in_flight(&self) -> usize {
-        self.pending.len() + self.ready.len()
+        self.cmds.len()
     }
 
     fn holds_caller(&self) -> bool {
