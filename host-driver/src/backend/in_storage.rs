@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 use attention::shape::{BasisKind, Method};
 
 use crate::array::{ArrayDecode, CsdArray};
-use crate::csd::{Approx, CsdError, RetryPolicy};
+use crate::csd::{Approx, CsdError, DecodeOutput, RetryPolicy};
 use crate::measure::{Phase, PhaseCounters};
 use crate::transport::Transport;
 
@@ -86,6 +86,38 @@ impl<T: Transport> InStorage<T> {
     /// Whether `seq` is served from the host copy.
     pub fn is_moved(&self, seq: u32) -> bool {
         self.moved.contains(&seq)
+    }
+
+    /// Runs the failed steps of a batch again, one by one, under the
+    /// policy (see [`super::recovery`]): a step that failed transiently
+    /// gets up to `attempts` re-runs (this one included); one refused
+    /// because the drive already holds its token is always run without it
+    /// (that is no retry).
+    fn rerun_failed(
+        &mut self,
+        reqs: &[ArrayDecode<'_>],
+        results: &mut [Result<DecodeOutput, CsdError>],
+    ) {
+        if results.iter().any(Result::is_err) {
+            self.recovery.batches_failed += 1;
+        }
+        for (r, req) in results.iter_mut().zip(reqs) {
+            let (policy, first) = match r {
+                Ok(_) => continue,
+                Err(e) if e.is_position_mismatch() && req.kv_new.is_some() => (self.retry, 0),
+                Err(e) if e.is_transient() && self.retry.attempts > 0 => (
+                    RetryPolicy {
+                        attempts: self.retry.attempts - 1,
+                    },
+                    1,
+                ),
+                Err(_) => continue,
+            };
+            let (o, n) = self.array.decode_retrying(req, policy);
+            self.recovery.retries += u64::from(n + first);
+            self.recovery.steps_recovered += u64::from(o.is_ok());
+            *r = o;
+        }
     }
 
     /// Steps computed from the host copy (sequences moved there).
@@ -254,37 +286,11 @@ impl<T: Transport> AttentionBackend for InStorage<T> {
                 method: s.method,
             })
             .collect();
-        // Each step's own result; the failed ones run again one by one,
-        // each retried on the drive.
         let mut results = self.array.decode_batch_each(&reqs);
-        if results.iter().any(Result::is_err) {
-            self.recovery.batches_failed += 1;
-        }
-        for (r, req) in results.iter_mut().zip(&reqs) {
-            // A step that failed transiently is run again if the policy
-            // allows one re-run (this one) or more; one refused because the
-            // drive already holds its token, always (that is no retry).
-            let (policy, first) = match r {
-                Ok(_) => continue,
-                Err(e) if e.is_position_mismatch() && req.kv_new.is_some() => (self.retry, 0),
-                Err(e) if e.is_transient() && self.retry.attempts > 0 => (
-                    RetryPolicy {
-                        attempts: self.retry.attempts - 1,
-                    },
-                    1,
-                ),
-                Err(_) => continue,
-            };
-            let (o, n) = self.array.decode_retrying(req, policy);
-            self.recovery.retries += u64::from(n + first);
-            self.recovery.steps_recovered += u64::from(o.is_ok());
-            *r = o;
-        }
-        let results: Vec<Result<Vec<f32>, CsdError>> =
-            results.into_iter().map(|r| r.map(|o| o.out)).collect();
+        self.rerun_failed(&reqs, &mut results);
         let mut first_err = None;
         for ((&i, s), r) in on_drive.iter().zip(&steps).zip(results) {
-            match r {
+            match r.map(|o| o.out) {
                 Ok(o) => {
                     if let (Some(h), Some((k, v))) = (&mut self.host_copy, s.kv_new) {
                         h.append(s.seq, s.layer, k, v)?;
