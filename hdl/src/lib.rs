@@ -23,7 +23,7 @@
 //! The Verilog of each block (`cargo xtask hdl gen`, from the `hdl-gen`
 //! binary) is a module named after the block in `target/hdl/<block>.v`; see [`blocks`].
 //!
-//! The crate imports `attention` only in tests (`DESIGN.md`).
+//! The crate imports `attention` only in tests (`docs/ARCHITECTURE.md`).
 
 pub mod argtopk;
 pub mod engine;

@@ -16,14 +16,11 @@ use hdl::argtopk::{self, SYNTH_K_MAX};
 use hdl::nfc_filter::{self, NfcPage};
 
 fn have_iverilog() -> bool {
-    let ok = Command::new("iverilog")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("note: iverilog not found; skipping the Verilog co-simulation");
-    }
-    ok
+    testkit::require(
+        testkit::tool::runs("iverilog", "-V"),
+        "iverilog",
+        "the Verilog co-simulation",
+    )
 }
 
 fn scale() -> usize {

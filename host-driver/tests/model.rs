@@ -26,11 +26,7 @@ fn softmax(l: &[f32]) -> Vec<f64> {
 }
 
 fn wiki_tokens(model: &Model, n: usize) -> Vec<u32> {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/data/corpora/wiki.test.raw"
-    ))
-    .expect("wiki.test.raw");
+    let text = testkit::data::wiki_text();
     let mut t = model.tokenizer().encode(&text[..200_000]);
     t.truncate(n);
     t

@@ -40,7 +40,7 @@ fn qemu_boards_match_the_simulated_board() {
             Ok(_) | Err(_) if required(board) => panic!("{} firmware not built", board.name()),
             _ => {
                 eprintln!(
-                    "note: no {} firmware; skipping (cargo xtask qemu --board {} --test)",
+                    "skipped: {} under QEMU (no firmware; cargo xtask qemu --board {} --test)",
                     board.name(),
                     board.name()
                 );
@@ -51,7 +51,7 @@ fn qemu_boards_match_the_simulated_board() {
             let t = match QemuTransport::spawn(board, &elf, page_size) {
                 Ok(t) => t,
                 Err(e) if !required(board) => {
-                    eprintln!("note: {} did not start ({e}); skipping", board.name());
+                    testkit::require(false, "QEMU", &format!("{} under QEMU ({e})", board.name()));
                     break;
                 }
                 Err(e) => panic!("{}: {e}", board.name()),
@@ -111,7 +111,7 @@ fn qemu_failures_exit_non_zero() {
     for board in QemuBoard::ALL {
         let Ok(elf) = board.find_firmware() else {
             assert!(!required(board), "{} firmware not built", board.name());
-            eprintln!("note: no {} firmware; skipping", board.name());
+            eprintln!("skipped: {}'s failure exits (no firmware)", board.name());
             continue;
         };
         let dir = std::env::temp_dir().join(format!("instinfer-qemu-fail-{}", std::process::id()));
@@ -126,9 +126,10 @@ fn qemu_failures_exit_non_zero() {
             let status = match cmd.stderr(std::process::Stdio::piped()).output() {
                 Ok(o) => o.status,
                 Err(e) if !required(board) => {
-                    eprintln!(
-                        "note: QEMU for {} not runnable ({e}); skipping",
-                        board.name()
+                    testkit::require(
+                        false,
+                        "QEMU",
+                        &format!("{}'s failure exits ({e})", board.name()),
                     );
                     break;
                 }

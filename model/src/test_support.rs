@@ -32,13 +32,7 @@ pub(crate) fn real_model() -> Option<&'static Model> {
     model.as_ref()
 }
 
-/// WikiText-2 raw test split, if present.
-pub(crate) fn wiki_text() -> Option<String> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/data/corpora/wiki.test.raw"
-    );
-    std::fs::read_to_string(path)
-        .or_else(|_| std::fs::read_to_string("/work/shared/data/corpora/wiki.test.raw"))
-        .ok()
+/// WikiText-2 raw test split, from the repository's `data/corpora/`.
+pub(crate) fn wiki_text() -> String {
+    testkit::data::wiki_text()
 }

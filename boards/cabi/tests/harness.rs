@@ -106,8 +106,11 @@ fn in_process_replay_matches_the_simulated_board() {
 
 #[test]
 fn the_c_harness_matches_the_simulated_board() {
-    if !support::cbuild::gcc_available() {
-        eprintln!("note: gcc not found; the C harness is skipped (CI installs gcc)");
+    if !testkit::require(
+        support::cbuild::gcc_available(),
+        "gcc",
+        "the C harness against the simulated board",
+    ) {
         return;
     }
     let lib = support::cbuild::staticlib().expect("static library");

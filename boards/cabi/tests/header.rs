@@ -91,12 +91,11 @@ fn header_constants_are_the_rust_constants() {
 
 #[test]
 fn the_header_compiles_with_its_layout_asserts() {
-    if std::process::Command::new("gcc")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("note: gcc not found; header compile check skipped");
+    if !testkit::require(
+        testkit::tool::runs("gcc", "--version"),
+        "gcc",
+        "the C header's compile check",
+    ) {
         return;
     }
     let dir = std::env::temp_dir().join(format!("instcsd-header-{}", std::process::id()));

@@ -15,7 +15,7 @@ use crate::host_memory::{HostMemory, is_gpu};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PcieModel {
     /// Raw link rate after line coding, bytes/s. Default PCIe Gen3 x4, the
-    /// Daisyplus OpenSSD host link (DESIGN.md hardware facts): 8 GT/s × 4
+    /// Daisyplus OpenSSD host link (OpenSSD Daisyplus board: PCIe Gen3 x4): 8 GT/s × 4
     /// lanes × 128/130 ÷ 8 = 3 938 461 538 B/s.
     pub raw_bytes_per_s: u64,
     /// TLP payload size in bytes. Model choice: 256 B max payload.

@@ -191,7 +191,7 @@ fn small_bench_prints_host_dense_and_sparf_per_dim_group() {
 #[test]
 fn bench_paper_smoke_writes_every_figure() {
     use super::bench_paper::{Figure, PaperParams, run_paper};
-    if super::plot::lines(
+    let font = super::plot::lines(
         &std::env::temp_dir().join("instinfer-font-probe.png"),
         "probe",
         "x",
@@ -200,9 +200,8 @@ fn bench_paper_smoke_writes_every_figure() {
         false,
         false,
     )
-    .is_err()
-    {
-        eprintln!("note: no TrueType font; skipping the bench paper smoke");
+    .is_ok();
+    if !testkit::require(font, "a TrueType font", "the bench paper smoke") {
         return;
     }
     let out = std::env::temp_dir().join(format!("instinfer-bench-paper-{}", std::process::id()));
