@@ -4,7 +4,7 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(a) = host_driver::npy::NpyArray::parse(data) {
+    if let Ok(a) = instinfer::npy::NpyArray::parse(data) {
         let _ = a.to_f32();
         let _ = a.to_bytes();
     }

@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 
 use host_driver::array::CsdArray;
 use host_driver::csd::{Csd, Drive, probe};
-use host_driver::fabric::{NvmeTcp, TcpUrl};
-use host_driver::run::vectors;
 use host_driver::transport::{IoData, IoRequest, LinuxNvme, SimTransport, Transport, UringNvme};
+use host_driver::vectors;
 use nvme_linux::Device;
+use nvme_tcp::{NvmeTcp, TcpUrl};
 use proto::{Opcode, Sqe};
 
 const NQN: &str = "nqn.2026-11.io.instinfer:csd";
@@ -279,7 +279,7 @@ fn initiator_on_nvmet() -> Result<(), String> {
     nvmet_target()?;
     let url = TcpUrl::parse(&format!("tcp://127.0.0.1:4421/{PEER_NQN}"))?;
     // Header and data digests on: nvmet checks our CRC32C, we check its.
-    let o = host_driver::fabric::initiator::TcpOptions {
+    let o = nvme_tcp::initiator::TcpOptions {
         digests: proto::tcp::Digests {
             header: true,
             data: true,

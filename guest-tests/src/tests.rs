@@ -483,7 +483,7 @@ pub(crate) fn vfio_path() -> Result<(), String> {
 pub(crate) fn solid_raw_namespace(ns: &Path) -> Result<(), String> {
     use attention::shape::{BlockParams, Method};
     use host_driver::backend::{AttentionBackend, DecodeStep, ModelShape};
-    use host_driver::solid::{Budget, KvLocation, KvStore, Prefetch, SolidBackend, SsdSetup};
+    use solid_attention::{Budget, KvLocation, KvStore, Prefetch, SolidBackend, SsdSetup};
     let e = |e: host_driver::backend::BackendError| e.to_string();
     let shape = ModelShape {
         layers: 2,

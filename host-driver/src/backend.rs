@@ -13,7 +13,7 @@ mod error;
 mod gpu_staged;
 mod host_dense;
 mod in_storage;
-pub(crate) mod lengths;
+pub mod lengths;
 pub mod recovery;
 mod rotation;
 mod ssd_offload;

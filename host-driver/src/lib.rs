@@ -1,5 +1,7 @@
-//! InstInfer host side: everything between a model runner and the
-//! computational SSDs that run its decode attention.
+//! InstInfer's host library: everything between a model runner and the
+//! computational SSDs that run its decode attention. The `instinfer` CLI,
+//! its benchmarks and the cost model live in the `instinfer` crate; the
+//! NVMe/TCP fabric in `nvme-tcp`; SolidAttention in `solid-attention`.
 //!
 //! | module | owns |
 //! | --- | --- |
@@ -7,24 +9,19 @@
 //! | [`csd`] | one device in InstCSD terms: identify, sequences, KV append, decode |
 //! | [`array`](mod@array) | several devices sharding the KV heads of each sequence |
 //! | [`backend`] | the model-facing [`backend::AttentionBackend`]: in-storage or host reference |
-//! | [`npy`] | NumPy `.npy` files (the CLI's array format) |
-//! | [`run`] | the CLI's jobs as library functions: attend, demo, bench |
-//! | [`solid`] | SolidAttention: the KV cache on a plain SSD, block-sparse attention on the host with prefetch (Linux) |
 //! | [`dma`] | where command data lives (host or GPU memory) and how the device reaches it (peer to peer or bounce) |
-//! | [`fabric`] | NVMe/TCP: the CSD as a target (`instinfer serve`) and the host's initiator |
-//! | [`cost`] | the paper's systems in a cost model, the CSD side measured on the simulated board |
+//! | [`measure`] | device counters and virtual time of one phase of work on an array |
+//! | [`policy`] | which attention method, compression and guardrail a layer runs |
+//! | [`runner`] | the model's attention hook on a backend: per-layer plans, recording |
+//! | [`vectors`] | reference workloads: the end-to-end vectors and a seeded decode workload |
 #![forbid(unsafe_code)]
 
 pub mod array;
 pub mod backend;
-pub mod cost;
 pub mod csd;
 pub mod dma;
-pub mod fabric;
 pub mod measure;
-pub mod npy;
 pub mod policy;
-pub mod run;
 pub mod runner;
-pub mod solid;
 pub mod transport;
+pub mod vectors;

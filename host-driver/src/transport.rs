@@ -12,15 +12,15 @@
 //! | [`ring`] | submission / completion ring bookkeeping (tails, heads, phase) |
 //! | [`sim`] | [`SimTransport`]: the in-process simulated board |
 //! | [`link`] | [`LinkTransport`]: the host end of the board link (firmware under QEMU) |
-//! | [`any`] | [`DeviceSpec`] (`sim`, `qemu:<board>`, `tcp://…`, `/dev/…`, `vfio:…`) and [`AnyTransport`] |
 //! | [`linux`] | [`LinuxNvme`]: a device behind the Linux NVMe driver (passthrough ioctls), with the system-call layer swappable |
 //! | [`sim_pci`] | [`SimPci`]: the simulated board's controller as a PCI function for the user-space (VFIO) driver |
 //! | [`uring`] | [`UringNvme`]: the same drive with its I/O commands in flight together through io_uring |
 //! | [`qemu`] | [`QemuTransport`]: boots the firmware under QEMU and talks to it over the link |
 //! | `staging` | a command's data pages and PRPs in modelled host memory |
+//! | [`inflight`] | commands in flight: identifier allocation, ready completions, reaping |
+//! | [`timed`] | reads bounded by a timeout |
 
-pub mod any;
-pub(crate) mod inflight;
+pub mod inflight;
 pub mod link;
 #[cfg(target_os = "linux")]
 pub mod linux;
@@ -37,7 +37,6 @@ pub mod timed;
 #[cfg(target_os = "linux")]
 pub mod uring;
 
-pub use any::{AnyTransport, DeviceSpec};
 pub use link::LinkTransport;
 #[cfg(target_os = "linux")]
 pub use linux::{LinuxNvme, SimPassthru};

@@ -76,7 +76,7 @@ fn firmware() -> Result<(), String> {
         "build",
         "--release",
         "-p",
-        "instcsd-cabi",
+        "board-cabi",
         "--target",
         "x86_64-unknown-none",
     ])
@@ -99,17 +99,19 @@ fn ci() -> Result<(), String> {
     cargo(&[
         "clippy",
         "-p",
-        "instinfer-gpu",
+        "gpu",
         "-p",
         "host-driver",
+        "-p",
+        "instinfer",
         "--features",
-        "instinfer-gpu/cuda,host-driver/cuda",
+        "gpu/cuda,host-driver/cuda,instinfer/cuda",
         "--all-targets",
         "--",
         "-D",
         "warnings",
     ])?;
-    cargo(&["test", "-p", "instinfer-gpu", "--features", "cuda"])?;
+    cargo(&["test", "-p", "gpu", "--features", "cuda"])?;
     firmware()?;
     for board in ["zynqmp", "zynq7000"] {
         qemu::test(board)?;

@@ -64,8 +64,9 @@ pub fn test(name: &str) -> Result<(), String> {
         "-p",
         "host-driver",
         "--test",
-        "qemu",
+        "it",
         "--",
+        "qemu::",
         "--nocapture",
     ];
     eprintln!("$ INSTINFER_QEMU_REQUIRED={name} cargo {}", args.join(" "));
@@ -105,7 +106,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
         "--release",
         "-q",
         "-p",
-        "host-driver",
+        "instinfer",
         "--bin",
         "instinfer",
         "--",
@@ -118,7 +119,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
         "--release",
         "-q",
         "-p",
-        "host-driver",
+        "instinfer",
         "--bin",
         "instinfer",
         "--",

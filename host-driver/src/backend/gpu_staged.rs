@@ -9,7 +9,7 @@
 //! a GPU it cannot reach in this process), so every byte takes the bounce
 //! path through host memory, and is counted.
 
-use instinfer_gpu::{Gpu, GpuBuffer, GpuError};
+use gpu::{Gpu, GpuBuffer, GpuError};
 
 use super::{AttentionBackend, BackendError, DecodeStep, ModelShape};
 use crate::measure::{Phase, PhaseCounters};

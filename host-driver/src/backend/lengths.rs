@@ -7,17 +7,18 @@ use super::{BackendError, DecodeStep, ModelShape};
 
 /// Open sequences: shape and tokens per layer.
 #[derive(Debug, Default)]
-pub(crate) struct Lengths {
+pub struct Lengths {
     seqs: HashMap<u32, (ModelShape, Vec<usize>)>,
 }
 
 impl Lengths {
     /// Whether no sequence is open.
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.seqs.is_empty()
     }
 
-    pub(crate) fn open(&mut self, seq: u32, shape: ModelShape) -> Result<(), BackendError> {
+    /// Opens `seq` with `shape` (refused if already open).
+    pub fn open(&mut self, seq: u32, shape: ModelShape) -> Result<(), BackendError> {
         shape.validate()?;
         if self.seqs.contains_key(&seq) {
             return Err(BackendError::SequenceExists(seq));
@@ -26,14 +27,16 @@ impl Lengths {
         Ok(())
     }
 
-    pub(crate) fn close(&mut self, seq: u32) -> Result<ModelShape, BackendError> {
+    /// Closes `seq`, returning its shape.
+    pub fn close(&mut self, seq: u32) -> Result<ModelShape, BackendError> {
         self.seqs
             .remove(&seq)
             .map(|(s, _)| s)
             .ok_or(BackendError::UnknownSequence(seq))
     }
 
-    pub(crate) fn shape(&self, seq: u32) -> Result<ModelShape, BackendError> {
+    /// The shape `seq` was opened with.
+    pub fn shape(&self, seq: u32) -> Result<ModelShape, BackendError> {
         self.seqs
             .get(&seq)
             .map(|(s, _)| *s)
@@ -41,7 +44,7 @@ impl Lengths {
     }
 
     /// Tokens stored in `layer`.
-    pub(crate) fn len(&self, seq: u32, layer: usize) -> Result<usize, BackendError> {
+    pub fn len(&self, seq: u32, layer: usize) -> Result<usize, BackendError> {
         let (shape, lens) = self
             .seqs
             .get(&seq)
@@ -52,14 +55,15 @@ impl Lengths {
         })
     }
 
-    pub(crate) fn grow(&mut self, seq: u32, layer: usize, n: usize) {
+    /// Records `n` more tokens in `layer` of `seq`.
+    pub fn grow(&mut self, seq: u32, layer: usize, n: usize) {
         if let Some(l) = self.seqs.get_mut(&seq).and_then(|(_, l)| l.get_mut(layer)) {
             *l += n;
         }
     }
 
     /// Checks an append's buffers; returns the number of tokens.
-    pub(crate) fn check_append(
+    pub fn check_append(
         &self,
         seq: u32,
         layer: usize,
@@ -88,7 +92,7 @@ impl Lengths {
 
     /// Checks every step of a batch (shapes, layers, duplicates, something
     /// to attend to).
-    pub(crate) fn check_batch(&self, batch: &[DecodeStep<'_>]) -> Result<(), BackendError> {
+    pub fn check_batch(&self, batch: &[DecodeStep<'_>]) -> Result<(), BackendError> {
         let mut seen = HashSet::new();
         for s in batch {
             let shape = self.shape(s.seq)?;

@@ -10,7 +10,7 @@ use super::{IoResult, TransportError};
 /// I/O commands in flight; `P` is what an outstanding command holds
 /// (its staged buffers, its expected data).
 #[derive(Debug)]
-pub(crate) struct Inflight<P> {
+pub struct Inflight<P> {
     next_cid: u16,
     /// Submitted, completion not seen yet, by command identifier.
     pub pending: HashMap<u16, P>,
@@ -48,6 +48,11 @@ impl<P> Inflight<P> {
     /// Commands submitted and not reaped.
     pub fn len(&self) -> usize {
         self.pending.len() + self.ready.len()
+    }
+
+    /// Whether no command is in flight.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Whether `reap` must first take a completion from the device (none

@@ -194,7 +194,7 @@ fn read_request(rx: &mut impl Read) -> Result<Request, TransportError> {
 
 impl<R: Read + Send, W: Write + Send> Transport for LinkTransport<R, W> {
     fn admin(&mut self, req: IoRequest) -> Result<IoResult, TransportError> {
-        if self.cmds.len() > 0 {
+        if !self.cmds.is_empty() {
             // One command at a time on the link's device: reap first.
             return Err(TransportError::QueueFull(self.in_flight()));
         }

@@ -70,7 +70,7 @@ pub fn main() -> Result<(), String> {
         "-p",
         "guest-tests",
         "-p",
-        "host-driver",
+        "instinfer",
         "--bin",
         "guest-init",
         "--bin",

@@ -42,7 +42,7 @@ pub fn staticlib() -> Result<PathBuf, String> {
     let dir = out_dir();
     let status = Command::new(env!("CARGO"))
         .current_dir(workspace_root())
-        .args(["build", "-p", "instcsd-cabi", "--lib", "--target-dir"])
+        .args(["build", "-p", "board-cabi", "--lib", "--target-dir"])
         .arg(&dir)
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;

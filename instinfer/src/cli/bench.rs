@@ -1,0 +1,368 @@
+//! `instinfer bench attend`: host dense vs in-storage dense vs SparF.
+
+use instinfer::run::RunError;
+use instinfer::run::bench::{BenchParams, run_bench};
+
+/// Benchmarks.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// One decode step: host f32 dense (wall) vs in-storage dense and SparF (wall and virtual).
+    Attend(AttendArgs),
+    /// The real model: prefill and decode tokens/s (wall), host dense vs simulated CSD.
+    Model(ModelArgs),
+    /// InstInfer's evaluation (OPT-13B) in the cost model, the CSD side simulated: CSVs and PNGs.
+    Paper(PaperArgs),
+    /// This machine: memory bandwidth vs the host attention kernels, FTL ops/s, simulator speed.
+    Host(HostArgs),
+    /// Record an attention trace of the real model for `bench paper --trace`.
+    Trace(TraceArgs),
+    /// SolidAttention with the real model and a long input: KV in DRAM vs on
+    /// this machine's SSD (with and without prefetch) vs dense SSD offload,
+    /// and a random-read probe of the drive (wall time).
+    Solid(SolidArgs),
+    /// Decode step time vs the number of NVMe/TCP targets (`instinfer
+    /// serve` processes on loopback) sharing the heads, against the same
+    /// boards in process (wall; virtual for in-process).
+    Fabric(FabricArgs),
+    /// Layer-wise prefill and decode with q/k/v/outputs in host memory, in
+    /// GPU memory peer to peer, and bounced (simulated board, virtual time).
+    P2p(P2pArgs),
+}
+
+/// Arguments of `bench p2p`.
+#[derive(Debug, clap::Args)]
+pub struct P2pArgs {
+    /// Sequences.
+    #[arg(long, default_value_t = 4)]
+    seqs: u32,
+    /// Prompt tokens per sequence.
+    #[arg(long, default_value_t = 1024)]
+    prompt: usize,
+    /// Decode steps.
+    #[arg(long, default_value_t = 16)]
+    steps: usize,
+    /// Flash page size, bytes.
+    #[arg(long, default_value = "16384", value_parser = super::page_size_parser())]
+    page_size: String,
+}
+
+/// Arguments of `bench fabric`.
+#[derive(Debug, clap::Args)]
+pub struct FabricArgs {
+    /// Target counts, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+    targets: Vec<usize>,
+    /// Sequences decoded together.
+    #[arg(long, default_value_t = 4)]
+    seqs: u32,
+    /// Prompt tokens per sequence.
+    #[arg(long, default_value_t = 1024)]
+    prompt: usize,
+    /// Timed decode steps per row.
+    #[arg(long, default_value_t = 8)]
+    steps: usize,
+    /// Flash page size, bytes.
+    #[arg(long, default_value = "16384", value_parser = super::page_size_parser())]
+    page_size: String,
+    /// Run the targets as threads of this process instead of processes.
+    #[arg(long)]
+    threads: bool,
+}
+
+/// Arguments of `bench solid`.
+#[derive(Debug, clap::Args)]
+pub struct SolidArgs {
+    /// Text whose first tokens are the prompt and whose next tokens are
+    /// decoded (teacher-forced).
+    #[arg(long)]
+    text: std::path::PathBuf,
+    /// Prompt tokens.
+    #[arg(long, default_value_t = 4096)]
+    context: usize,
+    /// Decode steps per configuration.
+    #[arg(long, default_value_t = 32)]
+    steps: usize,
+    /// Layers the prefetching configuration reads ahead (1–4).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=4))]
+    ahead: u8,
+    /// Seconds per point of the random-read probe.
+    #[arg(long, default_value_t = 2.0)]
+    probe_seconds: f64,
+    /// Rounds over the configurations (the median round is reported).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=20))]
+    repeat: u8,
+    #[command(flatten)]
+    ssd: super::ssd::SsdArgs,
+    /// A GGUF model instead of the cached SmolLM2-135M-Instruct.
+    #[arg(long)]
+    model: Option<std::path::PathBuf>,
+}
+
+/// Arguments of `bench trace`.
+#[derive(Debug, clap::Args)]
+pub struct TraceArgs {
+    /// Text to run the model on (e.g. WikiText-2's wiki.test.raw).
+    #[arg(long)]
+    text: std::path::PathBuf,
+    /// Output folder (k_L.npy, v_L.npy, q_L.npy per layer).
+    #[arg(long)]
+    out: std::path::PathBuf,
+    /// Context tokens (the decode step's query comes after them).
+    #[arg(long, default_value_t = 2048)]
+    tokens: usize,
+    /// A GGUF model instead of the cached SmolLM2-135M-Instruct.
+    #[arg(long)]
+    model: Option<std::path::PathBuf>,
+}
+
+/// Arguments of `bench host`.
+#[derive(Debug, clap::Args)]
+pub struct HostArgs {
+    /// Tokens of the attention kernels.
+    #[arg(long, default_value_t = 8192)]
+    s: usize,
+    /// KV heads.
+    #[arg(long, default_value_t = 8)]
+    kv_heads: usize,
+    /// Head dimension (a multiple of 8).
+    #[arg(long, default_value_t = 128)]
+    d: usize,
+    /// Repetitions (the best is reported).
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
+}
+
+/// Arguments of `bench paper`.
+#[derive(Debug, clap::Args)]
+pub struct PaperArgs {
+    /// Figure: all, throughput, breakdown, csds, compression or channels.
+    #[arg(long, default_value = "all")]
+    figure: String,
+    /// Output folder for the CSVs and PNGs.
+    #[arg(long, default_value = "target/bench-paper")]
+    out: std::path::PathBuf,
+    /// Sequences decoded together in each simulated CSD point.
+    #[arg(long, default_value_t = 2)]
+    seqs: usize,
+    /// Simulate only the shortest and longest context (a quick smoke run).
+    #[arg(long)]
+    quick: bool,
+    /// An attention trace (`instinfer bench trace`) for the simulated KV and
+    /// queries instead of synthetic data.
+    #[arg(long)]
+    trace: Option<std::path::PathBuf>,
+}
+
+/// Arguments of `bench model`.
+#[derive(Debug, clap::Args)]
+pub struct ModelArgs {
+    /// Prompt tokens.
+    #[arg(long, default_value_t = 512)]
+    prompt_tokens: usize,
+    /// Generated tokens.
+    #[arg(long, default_value_t = 32)]
+    decode_tokens: usize,
+    /// A GGUF model instead of the cached SmolLM2-135M-Instruct.
+    #[arg(long)]
+    model: Option<std::path::PathBuf>,
+}
+
+/// Arguments of `bench attend`.
+#[derive(Debug, clap::Args)]
+pub struct AttendArgs {
+    /// Tokens.
+    #[arg(long, default_value_t = 4096)]
+    s: usize,
+    /// Head dimension.
+    #[arg(long, default_value_t = 128)]
+    d: usize,
+    /// KV heads.
+    #[arg(long, default_value_t = 8)]
+    kv_heads: usize,
+    /// Query heads per KV head.
+    #[arg(long, default_value_t = 1)]
+    group: usize,
+    /// Repetitions (median reported).
+    #[arg(long, default_value_t = 3)]
+    reps: usize,
+    /// Simulated drives.
+    #[arg(long, default_value_t = 1)]
+    devices: usize,
+    /// Flash page size of the simulated drives, bytes.
+    #[arg(long, default_value = "4096", value_parser = super::page_size_parser())]
+    page_size: String,
+}
+
+pub fn run(c: Command) -> Result<(), RunError> {
+    match c {
+        Command::Solid(a) => solid(a),
+        Command::Fabric(a) => fabric(a),
+        Command::P2p(a) => {
+            use instinfer::run::bench_p2p::{P2pParams, run_p2p_bench};
+            let p = P2pParams {
+                seqs: a.seqs,
+                prompt: a.prompt,
+                steps: a.steps,
+                page_size: super::page_size(&a.page_size),
+            };
+            println!("{}", run_p2p_bench(&p)?);
+            Ok(())
+        }
+        Command::Trace(a) => {
+            let text = std::fs::read_to_string(&a.text)
+                .map_err(|e| RunError::Input(format!("{}: {e}", a.text.display())))?;
+            let model = super::model::load(a.model.as_deref())?;
+            let tokens = model.tokenizer().encode(&text);
+            if tokens.len() < a.tokens + 1 {
+                return Err(RunError::Input(format!(
+                    "{} holds {} tokens, {} needed",
+                    a.text.display(),
+                    tokens.len(),
+                    a.tokens + 1
+                )));
+            }
+            let t = instinfer::cost::trace::record(&model, &tokens[..a.tokens + 1])?;
+            t.save(&a.out)?;
+            println!(
+                "trace: {} layers x {} KV heads ({} query heads) x {} tokens, d {} -> {}",
+                t.layers(),
+                t.kv_heads,
+                t.q_heads,
+                t.s,
+                t.d,
+                a.out.display()
+            );
+            Ok(())
+        }
+        Command::Host(a) => {
+            let p = instinfer::run::bench_host::HostBenchParams {
+                s: a.s,
+                kv_heads: a.kv_heads,
+                d: a.d,
+                reps: a.reps,
+            };
+            print!("{}", instinfer::run::bench_host::run_host_bench(&p)?);
+            Ok(())
+        }
+        Command::Paper(a) => {
+            use instinfer::run::bench_paper::{Figure, PaperParams, run_paper};
+            let figures = if a.figure == "all" {
+                Figure::ALL.to_vec()
+            } else {
+                vec![Figure::parse(&a.figure).ok_or_else(|| {
+                    RunError::Input(format!(
+                        "--figure {}: not all, throughput, breakdown, csds, compression or channels",
+                        a.figure
+                    ))
+                })?]
+            };
+            let source = match &a.trace {
+                Some(dir) => {
+                    instinfer::cost::KvSource::Trace(instinfer::cost::trace::Trace::load(dir)?)
+                }
+                None => instinfer::cost::KvSource::Synthetic,
+            };
+            let mut p = PaperParams {
+                figures,
+                out: a.out,
+                seqs: a.seqs,
+                source,
+                ..PaperParams::default()
+            };
+            if a.quick {
+                p.contexts = vec![1024, 2048];
+            }
+            print!("{}", run_paper(&p)?);
+            Ok(())
+        }
+        Command::Model(a) => {
+            let model = super::model::load(a.model.as_deref())?;
+            let p = instinfer::run::bench_model::ModelBenchParams {
+                prompt_tokens: a.prompt_tokens,
+                decode_tokens: a.decode_tokens,
+                ..Default::default()
+            };
+            println!(
+                "{}",
+                instinfer::run::bench_model::run_model_bench(&model, &p)?
+            );
+            Ok(())
+        }
+        Command::Attend(a) => {
+            let p = BenchParams {
+                s: a.s,
+                d: a.d,
+                kv_heads: a.kv_heads,
+                group: a.group,
+                reps: a.reps,
+                devices: a.devices,
+                page_size: super::page_size(&a.page_size),
+                ..BenchParams::default()
+            };
+            println!("{}", run_bench(&p)?);
+            Ok(())
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn solid(a: SolidArgs) -> Result<(), RunError> {
+    use instinfer::run::bench_solid::{SolidBenchParams, run_solid_bench};
+    use solid_attention::{Budget, KvLocation};
+    let text = std::fs::read_to_string(&a.text)
+        .map_err(|e| RunError::Input(format!("{}: {e}", a.text.display())))?;
+    if !(a.probe_seconds > 0.0 && a.probe_seconds <= 60.0) {
+        return Err(RunError::Input("--probe-seconds must be in (0, 60]".into()));
+    }
+    let model = super::model::load(a.model.as_deref())?;
+    let tokens = model.tokenizer().encode(&text);
+    let setup = a.ssd.setup(Budget::Default)?;
+    let KvLocation::Dir(kv_dir) = setup.location else {
+        return Err(RunError::Input("bench solid needs a --kv-dir".into()));
+    };
+    let p = SolidBenchParams {
+        context: a.context,
+        steps: a.steps,
+        kv_dir,
+        budget: setup.budget,
+        block: setup.block,
+        ahead: a.ahead as usize,
+        probe_seconds: a.probe_seconds,
+        merge_gap: setup.merge_gap,
+        repeat: a.repeat as usize,
+    };
+    let report = run_solid_bench(&model, &tokens, &p, |what| eprintln!("... {what}"))?;
+    for line in report.lines() {
+        println!("{line}");
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn solid(_: SolidArgs) -> Result<(), RunError> {
+    Err(RunError::Input(
+        "bench solid needs Linux (O_DIRECT through io_uring)".into(),
+    ))
+}
+
+fn fabric(a: FabricArgs) -> Result<(), RunError> {
+    use instinfer::run::bench_fabric::{FabricParams, TargetKind, run_fabric_bench};
+    let kind = if a.threads {
+        TargetKind::Thread
+    } else {
+        TargetKind::Process(
+            std::env::current_exe()
+                .map_err(|e| RunError::Input(format!("where is this binary: {e}")))?,
+        )
+    };
+    let p = FabricParams {
+        targets: a.targets,
+        seqs: a.seqs,
+        prompt: a.prompt,
+        steps: a.steps,
+        page_size: super::page_size(&a.page_size),
+        kind,
+    };
+    println!("{}", run_fabric_bench(&p)?);
+    Ok(())
+}

@@ -1,0 +1,20 @@
+//! The `instinfer` CLI's jobs as a library, so tests and benches call
+//! exactly what the command runs, and the assembly of devices from a spec
+//! string. The client library it drives is `host-driver`.
+//!
+//! | module | owns |
+//! | --- | --- |
+//! | [`device`] | [`device::DeviceSpec`] (`sim`, `qemu:<board>`, `tcp://…`, `/dev/…`, `vfio:…`) and [`device::AnyTransport`] |
+//! | [`error`] | [`RunError`]: why a job failed, with its exit status |
+//! | [`run`] | the jobs: generate, eval, attend, demo, benches |
+//! | [`cost`] | the paper's systems in a cost model, the CSD side measured on the simulated board |
+//! | [`npy`] | NumPy `.npy` files (the CLI's array format) |
+#![forbid(unsafe_code)]
+
+pub mod cost;
+pub mod device;
+pub mod error;
+pub mod npy;
+pub mod run;
+
+pub use error::RunError;

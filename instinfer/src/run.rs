@@ -1,0 +1,103 @@
+//! The CLI's jobs as library functions, so tests and benches call exactly
+//! what `instinfer` runs:
+//!
+//! | module | job |
+//! | --- | --- |
+//! | [`attend`] | one decode step on `.npy` inputs, with the step's device counters |
+//! | [`demo`] | a multi-layer, multi-sequence decode loop checked against the host reference |
+//! | [`bench`](mod@bench) | host dense vs in-storage dense vs in-storage SparF |
+//! | `bench_solid` | SolidAttention with the real model: KV in DRAM vs on the SSD with and without prefetch vs dense SSD offload, and a random-read probe (Linux) |
+//! | [`bench_model`] | prefill and decode tokens/s of the real model, host vs simulated CSD |
+//! | [`eval`] | perplexity of the model per attention method and compression |
+//! | [`generate`] | `instinfer run`: text generation with attention in the drive |
+//! | [`plot`] | the evaluation's perplexity-vs-compression chart |
+//! | [`ssd`] | the SSD KV backend (SolidAttention) for `run`, `eval` and `bench solid` |
+//! | [`sim`] | building arrays of simulated drives and measuring one phase on them |
+//!
+//! Every job reports **wall** time (host clock) and **virtual** time (the
+//! simulator's modelled device time) separately, labelled as such.
+
+pub mod attend;
+pub mod bench;
+pub mod bench_fabric;
+pub mod bench_host;
+pub mod bench_model;
+pub mod bench_p2p;
+pub mod bench_paper;
+#[cfg(target_os = "linux")]
+pub mod bench_solid;
+pub mod cancel;
+pub mod demo;
+pub mod eval;
+pub mod generate;
+pub mod plot;
+pub mod sim;
+pub mod ssd;
+
+use host_driver::csd::CsdError;
+
+pub use crate::error::RunError;
+pub(crate) use crate::error::input;
+
+/// A SEQ_OPEN refusal is about the user's shape (too many heads, a head
+/// dimension the page layout cannot filter, ...): bad input, not a device
+/// failure.
+pub(crate) fn open_error(e: CsdError) -> RunError {
+    match e {
+        CsdError::Status {
+            command: "SEQ_OPEN",
+            ..
+        } => input(format!("the drive refuses this sequence shape ({e})")),
+        other => other.into(),
+    }
+}
+
+/// Checks a shape against the drive's advertised limits; `kv_per_device`
+/// is the most KV heads one drive of the array holds.
+pub(crate) fn check_caps(
+    caps: &proto::CapabilityBlock,
+    kv_per_device: usize,
+    group: usize,
+    d: usize,
+    dim_group: u8,
+) -> Result<(), RunError> {
+    let limits = [
+        (
+            "KV heads per drive",
+            kv_per_device,
+            usize::from(caps.max_kv_heads),
+        ),
+        (
+            "query heads per KV head",
+            group,
+            usize::from(caps.max_group),
+        ),
+        ("head dimension", d, usize::from(caps.max_head_dim)),
+        (
+            "dim group",
+            usize::from(dim_group),
+            usize::from(caps.max_dim_group),
+        ),
+    ];
+    for (what, got, max) in limits {
+        if got > max {
+            return Err(input(format!(
+                "{what} {got} exceeds the drive's limit of {max}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Checks a flash page size the simulator supports.
+pub fn check_page_size(page_size: u32) -> Result<(), RunError> {
+    match page_size {
+        4096 | 16384 => Ok(()),
+        other => Err(input(format!(
+            "page size {other} not supported (use 4096 or 16384)"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,472 @@
+//! `instinfer eval`: how much each attention method costs the model in
+//! perplexity at a given KV compression.
+//!
+//! Window `w` covers tokens `[w·(C+N), (w+1)·(C+N))` of the tokenized text
+//! (C = context, N = continuation). The first C tokens are prefilled (dense,
+//! on the host, as InstInfer's GPU does) once per window; the recorded KV is
+//! replayed into every method's backend; then the next N tokens are scored
+//! with teacher forcing: the first scored token is the one at position C
+//! (from the prefill's last logits, the same for every method), the others
+//! come from N − 1 decode steps whose attention runs on the method's
+//! backend. Per method and compression: mean NLL, its standard error over
+//! scored tokens, perplexity, top-1 agreement with dense, and the measured
+//! fraction of dense's KV elements read per step.
+
+use std::time::Instant;
+
+use attention::shape::BasisKind;
+use model::{Logits, Model};
+
+use host_driver::backend::{AttentionBackend, HostDense, InStorage, ModelShape};
+use host_driver::policy::{Compression, Policy, Selection};
+use host_driver::runner::{BackendAttention, KvRecorder, argmax};
+use host_driver::transport::SimTransport;
+
+use super::sim::sim_array;
+use super::ssd::SsdSetup;
+use super::{RunError, input};
+
+/// Where the device methods (dense, SparF) run; the others always run on
+/// the host reference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EvalBackend {
+    /// Simulated CSDs (the integer engine behind NVMe).
+    Csd,
+    /// The device's engine model on the host (bit-identical to the CSD).
+    HostEngine,
+    /// The f32 reference on the host.
+    Host,
+    /// Dense and block-sparse on the host with the KV cache on a plain SSD
+    /// (SolidAttention); the other methods on the f32 reference.
+    Ssd,
+}
+
+impl std::str::FromStr for EvalBackend {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "csd" => Ok(Self::Csd),
+            "host-engine" => Ok(Self::HostEngine),
+            "host" => Ok(Self::Host),
+            "ssd" => Ok(Self::Ssd),
+            _ => Err(format!(
+                "unknown backend `{s}` (csd, host-engine, host, ssd)"
+            )),
+        }
+    }
+}
+
+/// Evaluation settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EvalParams {
+    /// Context tokens per window (C).
+    pub context: usize,
+    /// Scored continuation tokens per window (N).
+    pub continuation: usize,
+    /// Methods besides dense (dense always runs: it is the yardstick).
+    pub methods: Vec<Selection>,
+    /// Compressions for the non-dense methods.
+    pub compressions: Vec<Compression>,
+    /// Windows.
+    pub windows: usize,
+    /// Where dense and SparF run.
+    pub backend: EvalBackend,
+    /// Simulated drives (with `EvalBackend::Csd`).
+    pub devices: usize,
+    /// Their flash page size.
+    pub page_size: u32,
+    /// The SSD KV path (with `EvalBackend::Ssd`).
+    pub ssd: SsdSetup,
+    /// Name of the KV store file.
+    pub kv_name: String,
+    /// The guardrail's knobs for the guarded selections.
+    pub guard: host_driver::policy::GuardSetting,
+    /// Per-layer k for SparF and SparF+ (see [`host_driver::runner::LayerPlan`]).
+    pub per_layer: bool,
+}
+
+/// One line of the results.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EvalRow {
+    /// Method and compression.
+    pub policy: Policy,
+    /// Backend name.
+    pub backend: String,
+    /// Scored tokens.
+    pub tokens: usize,
+    /// Mean negative log-likelihood (nats).
+    pub nll: f64,
+    /// Its standard error.
+    pub nll_stderr: f64,
+    /// exp(nll).
+    pub ppl: f64,
+    /// Fraction of scored positions whose argmax equals dense's.
+    pub top1_agree: f64,
+    /// Mean fraction of dense's KV elements read per decode step.
+    pub read_fraction: f64,
+    /// Wall time spent in this configuration's decode steps, seconds.
+    pub wall_s: f64,
+    /// The guardrail (SparF+ with a guard): fraction of KV-head steps
+    /// where it widened k, and the K/V elements it added per step as a
+    /// fraction of dense's. Not in the CSV.
+    pub guard: Option<(f64, f64)>,
+}
+
+impl EvalRow {
+    /// The CSV header.
+    pub const CSV_HEADER: &'static str =
+        "method,compression,backend,tokens,nll,nll_stderr,ppl,top1_agree,read_fraction,wall_s";
+
+    /// One CSV line (dense has compression 1).
+    pub fn csv(&self) -> String {
+        let c = match self.policy.selection {
+            Selection::Dense => 1.0,
+            _ => self.policy.compression.get(),
+        };
+        format!(
+            "{},{},{},{},{:.6},{:.6},{:.4},{:.4},{:.4},{:.1}",
+            self.policy.selection,
+            c,
+            self.backend,
+            self.tokens,
+            self.nll,
+            self.nll_stderr,
+            self.ppl,
+            self.top1_agree,
+            self.read_fraction,
+            self.wall_s
+        )
+    }
+}
+
+impl EvalRow {
+    /// Parses one line written by [`EvalRow::csv`].
+    pub fn parse_csv(line: &str) -> Result<Self, String> {
+        let f: Vec<&str> = line.trim().split(',').collect();
+        if f.len() != 10 {
+            return Err(format!("expected 10 fields, found {}: `{line}`", f.len()));
+        }
+        let num = |i: usize| -> Result<f64, String> {
+            f[i].parse::<f64>()
+                .map_err(|_| format!("field {} `{}` is not a number", i + 1, f[i]))
+        };
+        let selection: Selection = f[0].parse()?;
+        let compression = Compression::new(num(1)?)?;
+        Ok(Self {
+            policy: Policy::new(selection, compression),
+            backend: f[2].to_string(),
+            tokens: f[3]
+                .parse()
+                .map_err(|_| format!("tokens `{}` is not a count", f[3]))?,
+            nll: num(4)?,
+            nll_stderr: num(5)?,
+            ppl: num(6)?,
+            top1_agree: num(7)?,
+            read_fraction: num(8)?,
+            wall_s: num(9)?,
+            guard: None,
+        })
+    }
+}
+
+/// Parses a CSV written by [`csv`] (header line required).
+pub fn parse_csv(text: &str) -> Result<Vec<EvalRow>, String> {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    match lines.next() {
+        Some(h) if h.trim() == EvalRow::CSV_HEADER => {}
+        _ => return Err(format!("the first line must be `{}`", EvalRow::CSV_HEADER)),
+    }
+    lines.map(EvalRow::parse_csv).collect()
+}
+
+/// The backends of one evaluation.
+struct Backends {
+    csd: Option<InStorage<SimTransport>>,
+    engine: HostDense,
+    host: HostDense,
+    #[cfg(target_os = "linux")]
+    ssd: Option<solid_attention::SolidBackend>,
+}
+
+impl Backends {
+    /// The guardrail counts of the host backends (the device's are not
+    /// counted here).
+    fn guard(&self) -> host_driver::backend::GuardStats {
+        self.host.guard + self.engine.guard
+    }
+
+    fn pick(&mut self, sel: Selection, kind: EvalBackend) -> &mut dyn AttentionBackend {
+        let device_method =
+            matches!(sel, Selection::Dense | Selection::SparF) || sel.sparf_plus().is_some();
+        #[cfg(target_os = "linux")]
+        if let (Selection::Dense | Selection::Block, EvalBackend::Ssd, Some(ssd)) =
+            (sel, kind, self.ssd.as_mut())
+        {
+            return ssd;
+        }
+        match (device_method, kind, self.csd.as_mut()) {
+            (true, EvalBackend::Csd, Some(csd)) => {
+                // The sequence about to be opened keeps its dim-indexed
+                // copy in the selection's basis.
+                csd.set_basis(sel.sparf_plus().map_or(BasisKind::Raw, |(b, _)| b));
+                csd
+            }
+            (true, EvalBackend::HostEngine, _) => &mut self.engine,
+            _ => &mut self.host,
+        }
+    }
+}
+
+/// Running sums of one configuration.
+#[derive(Default, Clone)]
+struct Acc {
+    nll: Vec<f64>,
+    agree: usize,
+    read: f64,
+    windows: usize,
+    wall_s: f64,
+    backend: String,
+    guard: host_driver::backend::GuardStats,
+}
+
+/// `−log softmax(logits)[target]` in f64.
+pub fn nll(logits: &[f32], target: u32) -> f64 {
+    let m = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+    let sum: f64 = logits.iter().map(|&x| (x as f64 - m).exp()).sum();
+    let t = logits
+        .get(target as usize)
+        .copied()
+        .unwrap_or(f32::NEG_INFINITY) as f64;
+    (sum.ln() + m) - t
+}
+
+/// The configurations: dense first, then every method × compression.
+pub fn configurations(p: &EvalParams) -> Vec<Policy> {
+    let mut out = vec![Policy::DENSE];
+    for &selection in &p.methods {
+        if selection == Selection::Dense {
+            continue;
+        }
+        for &compression in &p.compressions {
+            out.push(Policy {
+                selection,
+                compression,
+                guard: p.guard,
+                per_layer: p.per_layer,
+            });
+        }
+    }
+    out
+}
+
+/// Checks the settings against the text.
+fn check(p: &EvalParams, tokens: usize) -> Result<(), RunError> {
+    if p.context == 0 || p.continuation == 0 || p.windows == 0 {
+        return Err(input(
+            "--context, --continuation and --windows must be at least 1",
+        ));
+    }
+    let need = (p.context + p.continuation)
+        .checked_mul(p.windows)
+        .ok_or_else(|| input("windows × (context + continuation) overflows"))?;
+    if need > tokens {
+        return Err(input(format!(
+            "{} windows of {} + {} tokens need {need} tokens; the text has {tokens}",
+            p.windows, p.context, p.continuation
+        )));
+    }
+    Ok(())
+}
+
+/// Runs the evaluation on `tokens` (the tokenized text). `progress` is
+/// called with (decode steps done, total).
+pub fn evaluate(
+    model: &Model,
+    tokens: &[u32],
+    p: &EvalParams,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<Vec<EvalRow>, RunError> {
+    check(p, tokens.len())?;
+    let cfg = model.config();
+    let shape = ModelShape::from(cfg);
+    let configs = configurations(p);
+    let mut backends = Backends {
+        csd: match p.backend {
+            EvalBackend::Csd => Some(InStorage::new(sim_array(p.devices, p.page_size)?, 1)),
+            _ => None,
+        },
+        engine: HostDense::engine(),
+        host: HostDense::new(),
+        #[cfg(target_os = "linux")]
+        ssd: match p.backend {
+            EvalBackend::Ssd => {
+                // Dense runs here too: the read buffers hold a whole layer.
+                let capacity = p.context + p.continuation + 1;
+                Some(super::ssd::ssd_backend(
+                    &p.ssd, &p.kv_name, shape, capacity, capacity,
+                )?)
+            }
+            _ => None,
+        },
+    };
+    #[cfg(not(target_os = "linux"))]
+    if p.backend == EvalBackend::Ssd {
+        return Err(super::ssd::unsupported());
+    }
+    let (c, n) = (p.context, p.continuation);
+    let total = p.windows * configs.len() * n;
+    let mut done = 0;
+    let mut acc = vec![Acc::default(); configs.len()];
+    for w in 0..p.windows {
+        let window = &tokens[w * (c + n)..(w + 1) * (c + n)];
+        let mut rec = KvRecorder::new();
+        let first = model.prefill(&window[..c], &mut rec, Logits::Last)?;
+        let mut dense_top: Vec<u32> = Vec::with_capacity(n);
+        for (ci, policy) in configs.iter().enumerate() {
+            let g0 = backends.guard();
+            let backend = backends.pick(policy.selection, p.backend);
+            let started = Instant::now();
+            let mut attn = BackendAttention::open(backend, w as u32, shape, *policy)?;
+            rec.replay(&mut attn)
+                .map_err(|e| RunError::Attention(e.to_string()))?;
+            let a = &mut acc[ci];
+            a.backend = attn.backend().name().to_string();
+            let mut logits = first.clone();
+            for i in 0..n {
+                let target = window[c + i];
+                a.nll.push(nll(&logits, target));
+                let top = argmax(&logits);
+                if ci == 0 {
+                    dense_top.push(top);
+                }
+                if dense_top.get(i) == Some(&top) {
+                    a.agree += 1;
+                }
+                if i + 1 < n {
+                    logits = model.decode(target, c + i, &mut attn)?;
+                }
+                done += 1;
+                progress(done, total);
+            }
+            a.read += attn.mean_read_fraction();
+            a.windows += 1;
+            attn.close()?;
+            a.wall_s += started.elapsed().as_secs_f64();
+            let g1 = backends.guard();
+            a.guard = a.guard + (g1 - g0);
+        }
+    }
+    Ok(configs
+        .iter()
+        .zip(acc)
+        .map(|(policy, a)| {
+            let count = a.nll.len().max(1) as f64;
+            let mean = a.nll.iter().sum::<f64>() / count;
+            let var =
+                a.nll.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (count - 1.0).max(1.0);
+            EvalRow {
+                policy: *policy,
+                backend: a.backend,
+                tokens: a.nll.len(),
+                nll: mean,
+                nll_stderr: (var / count).sqrt(),
+                ppl: mean.exp(),
+                top1_agree: a.agree as f64 / count,
+                read_fraction: if policy.selection == Selection::Dense {
+                    1.0
+                } else {
+                    a.read / a.windows.max(1) as f64
+                },
+                wall_s: a.wall_s,
+                guard: (policy_guarded(policy) && a.guard.heads > 0).then(|| {
+                    // Per KV-head step, dense reads 2·S·d elements.
+                    let steps = a.guard.heads as f64;
+                    let dense = steps * (2 * p.context * cfg.head_dim) as f64;
+                    (
+                        a.guard.fired as f64 / steps,
+                        a.guard.extra_elements as f64 / dense,
+                    )
+                }),
+            }
+        })
+        .collect())
+}
+
+/// Whether the policy runs the guardrail.
+fn policy_guarded(p: &Policy) -> bool {
+    p.selection.sparf_plus().is_some_and(|(_, guarded)| guarded)
+}
+
+/// The CSV text of `rows`.
+pub fn csv(rows: &[EvalRow]) -> String {
+    let mut s = String::from(EvalRow::CSV_HEADER);
+    s.push('\n');
+    for r in rows {
+        s.push_str(&r.csv());
+        s.push('\n');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nll_is_log_softmax() {
+        let l = [0.0f32, (2.0f32).ln()];
+        assert!((nll(&l, 1) - (1.5f64).ln()).abs() < 1e-6);
+        assert!((nll(&l, 0) - (3.0f64).ln()).abs() < 1e-6);
+        assert!(nll(&l, 7).is_infinite());
+    }
+
+    #[test]
+    fn configurations_put_dense_first() {
+        let p = EvalParams {
+            context: 4,
+            continuation: 2,
+            methods: vec![Selection::SparF, Selection::Dense, Selection::Local],
+            compressions: vec!["1/2".parse().unwrap(), "1/8".parse().unwrap()],
+            windows: 1,
+            backend: EvalBackend::Host,
+            devices: 1,
+            page_size: 4096,
+            ssd: SsdSetup::in_dir(std::env::temp_dir()),
+            kv_name: "test".into(),
+            guard: Default::default(),
+            per_layer: false,
+        };
+        let c = configurations(&p);
+        assert_eq!(c.len(), 5);
+        assert_eq!(c[0], Policy::DENSE);
+        assert!(check(&p, 5).is_err());
+        assert!(check(&p, 6).is_ok());
+        assert!(check(&EvalParams { windows: 0, ..p }, 100).is_err());
+    }
+
+    #[test]
+    fn csv_has_the_required_columns() {
+        let row = EvalRow {
+            policy: Policy::DENSE,
+            backend: "host".into(),
+            tokens: 3,
+            nll: 2.5,
+            nll_stderr: 0.1,
+            ppl: 2.5f64.exp(),
+            top1_agree: 1.0,
+            read_fraction: 1.0,
+            wall_s: 0.5,
+            guard: None,
+        };
+        let text = csv(&[row]);
+        assert!(
+            text.starts_with("method,compression,backend,tokens,nll,nll_stderr,ppl,top1_agree")
+        );
+        assert!(
+            text.lines()
+                .nth(1)
+                .unwrap()
+                .starts_with("dense,1,host,3,2.500000")
+        );
+    }
+}

@@ -1,0 +1,237 @@
+//! The evaluation chart: perplexity against KV compression, one line per
+//! method, dense as a horizontal reference line. PNG via `plotters`; the
+//! text needs a TrueType font, looked up at run time (DejaVu Sans or
+//! Liberation Sans from the usual system folders, or `INSTINFER_FONT`).
+
+use std::path::{Path, PathBuf};
+
+use plotters::prelude::*;
+use plotters::style::{FontStyle, register_font};
+
+use super::RunError;
+use super::eval::EvalRow;
+use host_driver::policy::Selection;
+
+const FONT_CANDIDATES: [&str; 4] = [
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+];
+
+fn font_path() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("INSTINFER_FONT") {
+        return Some(PathBuf::from(p));
+    }
+    FONT_CANDIDATES
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+}
+
+fn out_err(path: &Path, e: impl std::fmt::Display) -> RunError {
+    RunError::Output {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    }
+}
+
+/// Loads a font for the chart's text.
+fn load_font(path: &Path) -> Result<(), RunError> {
+    let font = font_path().ok_or_else(|| {
+        out_err(
+            path,
+            "no TrueType font found for the chart (install fonts-dejavu-core or set INSTINFER_FONT)",
+        )
+    })?;
+    let bytes = std::fs::read(&font).map_err(|e| out_err(&font, e))?;
+    // plotters keeps the font for the life of the process.
+    let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+    register_font("sans-serif", FontStyle::Normal, bytes)
+        .map_err(|_| out_err(&font, "not a usable TrueType font"))
+}
+
+/// Draws `rows` into a PNG at `path`.
+pub fn plot(rows: &[EvalRow], path: &Path) -> Result<(), RunError> {
+    load_font(path)?;
+    let dense = rows
+        .iter()
+        .find(|r| r.policy.selection == Selection::Dense)
+        .map(|r| r.ppl);
+    let sparse: Vec<&EvalRow> = rows
+        .iter()
+        .filter(|r| r.policy.selection != Selection::Dense)
+        .collect();
+    let xs: Vec<f64> = sparse
+        .iter()
+        .map(|r| (1.0 / r.policy.compression.get()).log2())
+        .collect();
+    let (x_lo, x_hi) = xs
+        .iter()
+        .fold((0.0f64, 1.0f64), |(a, b), &x| (a.min(x), b.max(x)));
+    let ppl_max = rows.iter().map(|r| r.ppl).fold(0.0f64, f64::max);
+    let ppl_min = rows.iter().map(|r| r.ppl).fold(f64::MAX, f64::min);
+    let (y_lo, y_hi) = ((ppl_min * 0.9).ln(), (ppl_max * 1.1).ln());
+
+    let root = BitMapBackend::new(path, (900, 600)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| out_err(path, e))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("Perplexity vs KV compression", ("sans-serif", 26))
+        .margin(20)
+        .x_label_area_size(50)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x_lo - 0.2..x_hi + 0.2, y_lo..y_hi)
+        .map_err(|e| out_err(path, e))?;
+    chart
+        .configure_mesh()
+        .x_desc("compression (KV read / dense)")
+        .y_desc("perplexity (log scale)")
+        .x_labels(((x_hi - x_lo).round() as usize + 1) * 4 + 1)
+        .x_label_formatter(&|x| {
+            // Ticks only at powers of two: 1/1, 1/2, 1/4, …
+            if (x - x.round()).abs() < 1e-6 {
+                format!("1/{}", 2f64.powf(x.round()))
+            } else {
+                String::new()
+            }
+        })
+        .y_label_formatter(&|y| format!("{:.1}", y.exp()))
+        .draw()
+        .map_err(|e| out_err(path, e))?;
+    if let Some(d) = dense {
+        chart
+            .draw_series(LineSeries::new(
+                [(x_lo - 0.2, d.ln()), (x_hi + 0.2, d.ln())],
+                BLACK.stroke_width(2),
+            ))
+            .map_err(|e| out_err(path, e))?
+            .label(format!("dense ({d:.2})"))
+            .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], BLACK.stroke_width(3)));
+    }
+    let colors = [RED, BLUE, GREEN, MAGENTA, CYAN];
+    for (i, sel) in Selection::ALL
+        .iter()
+        .filter(|&&s| s != Selection::Dense)
+        .enumerate()
+    {
+        let mut pts: Vec<(f64, f64)> = sparse
+            .iter()
+            .zip(&xs)
+            .filter(|(r, _)| r.policy.selection == *sel)
+            .map(|(r, &x)| (x, r.ppl.ln()))
+            .collect();
+        if pts.is_empty() {
+            continue;
+        }
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let color = colors[i % colors.len()];
+        chart
+            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+            .map_err(|e| out_err(path, e))?
+            .label(sel.name())
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color.stroke_width(3)));
+        chart
+            .draw_series(pts.into_iter().map(|p| Circle::new(p, 4, color.filled())))
+            .map_err(|e| out_err(path, e))?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()
+        .map_err(|e| out_err(path, e))?;
+    root.present().map_err(|e| out_err(path, e))?;
+    Ok(())
+}
+
+/// One line of a [`lines`] chart: its name and points.
+pub type Series = (String, Vec<(f64, f64)>);
+
+/// A line chart of `series` into a PNG at `path`, with a log₂ x axis when
+/// `log2_x` and a log₁₀ y axis when `log10_y`.
+pub fn lines(
+    path: &Path,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+    log2_x: bool,
+    log10_y: bool,
+) -> Result<(), RunError> {
+    load_font(path)?;
+    let tx = |x: f64| if log2_x { x.log2() } else { x };
+    let ty = |y: f64| if log10_y { y.max(1e-12).log10() } else { y };
+    let pts = series.iter().flat_map(|(_, p)| p.iter());
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+    for &(x, y) in pts {
+        x0 = x0.min(tx(x));
+        x1 = x1.max(tx(x));
+        y0 = y0.min(ty(y));
+        y1 = y1.max(ty(y));
+    }
+    if x0 > x1 {
+        return Err(out_err(path, "nothing to plot"));
+    }
+    let (xpad, ypad) = ((x1 - x0).max(1e-9) * 0.05, (y1 - y0).max(1e-9) * 0.1);
+    let y_base = if log10_y { y0 - ypad } else { y0.min(0.0) };
+    let root = BitMapBackend::new(path, (900, 600)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| out_err(path, e))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 24))
+        .margin(20)
+        .x_label_area_size(50)
+        .y_label_area_size(80)
+        .build_cartesian_2d(x0 - xpad..x1 + xpad, y_base..y1 + ypad)
+        .map_err(|e| out_err(path, e))?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .x_label_formatter(&|x| {
+            if log2_x {
+                format!("{:.0}", 2f64.powf(*x))
+            } else {
+                format!("{x:.0}")
+            }
+        })
+        .y_label_formatter(&|y| {
+            let v = if log10_y { 10f64.powf(*y) } else { *y };
+            if v.abs() >= 100.0 {
+                format!("{v:.0}")
+            } else {
+                format!("{v:.2}")
+            }
+        })
+        .draw()
+        .map_err(|e| out_err(path, e))?;
+    let colors = [
+        RED,
+        BLUE,
+        GREEN,
+        MAGENTA,
+        CYAN,
+        BLACK,
+        RGBColor(230, 140, 0),
+    ];
+    for (i, (name, pts)) in series.iter().enumerate() {
+        let c = colors[i % colors.len()];
+        let p: Vec<(f64, f64)> = pts.iter().map(|&(x, y)| (tx(x), ty(y))).collect();
+        chart
+            .draw_series(LineSeries::new(p.clone(), c.stroke_width(2)))
+            .map_err(|e| out_err(path, e))?
+            .label(name.clone())
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], c.stroke_width(3)));
+        chart
+            .draw_series(p.iter().map(|&xy| Circle::new(xy, 4, c.filled())))
+            .map_err(|e| out_err(path, e))?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()
+        .map_err(|e| out_err(path, e))?;
+    root.present().map_err(|e| out_err(path, e))
+}
