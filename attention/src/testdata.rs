@@ -20,8 +20,10 @@ use alloc::vec::Vec;
 
 use crate::math::sqrt;
 
-/// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, well-mixed.
-#[derive(Clone, Debug)]
+/// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, well-mixed. The one
+/// seeded generator of the workspace: test data, fault injection on the
+/// simulated board, random command scripts.
+#[derive(Clone, Debug, Default)]
 pub struct SplitMix64 {
     state: u64,
 }
@@ -39,6 +41,12 @@ impl SplitMix64 {
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (modulo reduction: the bias is below 2^-40 for
+    /// the small `n` tests use). `n` must not be 0.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
     }
 
     /// Uniform in [0, 1), 24 random bits (exact in f32).

@@ -7,6 +7,7 @@
 //! drive with the new token stored once, then recomputed from the host's
 //! copy where it keeps one.
 
+use attention::testdata::SplitMix64;
 use board_sim::{NandFaults, SimConfig, SimCsd};
 use host_driver::array::CsdArray;
 use host_driver::backend::{BackendError, InStorage};
@@ -18,15 +19,12 @@ const STEPS: usize = 6;
 
 /// About 2% of the blocks of `g`, factory bad, chosen from `seed`.
 fn factory_bad(seed: u64, g: ftl::Geometry) -> Vec<ftl::BlockAddr> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut dice = SplitMix64::new(seed);
     let mut bad = Vec::new();
     for channel in 0..g.channels {
         for way in 0..g.ways {
             for block in 0..g.blocks_per_die {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                if x % 50 == 0 {
+                if dice.below(50) == 0 {
                     bad.push(ftl::BlockAddr {
                         channel,
                         way,

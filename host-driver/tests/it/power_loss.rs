@@ -12,6 +12,7 @@
 
 use std::collections::BTreeSet;
 
+use attention::testdata::SplitMix64;
 use board_sim::{SimConfig, SimCsd};
 use host_driver::transport::{IoData, IoRequest, SimTransport, Transport};
 use proto::{
@@ -47,21 +48,6 @@ fn board() -> SimTransport {
     SimTransport::with_device(SimCsd::new(config()).unwrap(), 16).unwrap()
 }
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 fn run(t: &mut SimTransport, sqe: Sqe, data: IoData) -> (Status, Vec<u8>) {
     t.submit(IoRequest { sqe, data }).expect("submit");
     let (_, r) = t.reap().expect("reap");
@@ -69,7 +55,7 @@ fn run(t: &mut SimTransport, sqe: Sqe, data: IoData) -> (Status, Vec<u8>) {
 }
 
 fn kv(seed: u64, tokens: u32) -> IoData {
-    let mut r = Rng(seed);
+    let mut r = SplitMix64::new(seed);
     IoData::ToDevice(
         (0..2 * tokens as usize * 64)
             .flat_map(|_| {
@@ -115,7 +101,7 @@ fn a_thousand_power_cuts() {
     };
     let (mut lost_seen, mut cut_mid_script) = (0usize, 0usize);
     for trial in 0..1000u64 {
-        let mut rng = Rng(trial);
+        let mut rng = SplitMix64::new(trial);
         let mut t = board();
         t.device_mut().cut_power_after(rng.below(12));
         // What the host saw: sequences whose open succeeded and whose

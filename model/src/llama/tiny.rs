@@ -1,6 +1,8 @@
 //! Tests on a tiny synthetic llama (built in memory with `GgufWriter`), so
 //! the forward pass is checked even where the real model file is absent.
 
+use attention::testdata::SplitMix64;
+
 use crate::gguf::{Array, GgufWriter, Value};
 use crate::{DenseCache, Gguf, Logits, Model, ModelError, QTensor, TensorKind};
 
@@ -12,14 +14,9 @@ const HD: usize = D / HEADS;
 const LAYERS: usize = 2;
 
 fn noise(n: usize, seed: u64, scale: f32) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut rng = SplitMix64::new(seed);
     (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 23) as f32 - 1.0) * scale
-        })
+        .map(|_| (rng.next_f32() * 2.0 - 1.0) * scale)
         .collect()
 }
 

@@ -60,15 +60,8 @@ fn wrong_sizes_are_errors() {
 
 /// Deterministic pseudo-random values in [-1, 1).
 fn noise(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
-        .collect()
+    let mut rng = attention::testdata::SplitMix64::new(seed);
+    (0..n).map(|_| rng.next_f32() * 2.0 - 1.0).collect()
 }
 
 fn reference(t: &QTensor, xs: &[f32], n: usize) -> Vec<f64> {

@@ -3,6 +3,8 @@
 //! block goes bad: a grown bad block), and a slow channel. Off by default.
 //! The same seed and command stream give the same faults.
 
+use attention::testdata::SplitMix64;
+
 /// Fault rates (per million operations) and a slow channel.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NandFaults {
@@ -40,11 +42,11 @@ pub struct FaultCounters {
     pub erases: u64,
 }
 
-/// The fault stream (SplitMix64).
+/// The fault stream.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct FaultDice {
     pub cfg: NandFaults,
-    state: u64,
+    dice: SplitMix64,
     pub counters: FaultCounters,
 }
 
@@ -52,22 +54,14 @@ impl FaultDice {
     pub(crate) fn new(cfg: NandFaults) -> Self {
         Self {
             cfg,
-            state: cfg.seed,
+            dice: SplitMix64::new(cfg.seed),
             counters: FaultCounters::default(),
         }
     }
 
-    fn next(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
     /// One roll at `ppm` per million.
     pub(crate) fn roll(&mut self, ppm: u32) -> bool {
-        ppm > 0 && self.next() % 1_000_000 < u64::from(ppm)
+        ppm > 0 && self.dice.below(1_000_000) < u64::from(ppm)
     }
 
     /// The slow-down factor of `channel`.

@@ -7,13 +7,11 @@
 //! [`instcsd_cabi::Instance`] and (b) by the C harness linked against the
 //! static library; both must reproduce every CQE and every byte.
 
-mod support;
-
 use std::process::Command;
 use std::sync::OnceLock;
 
-use support::vectors::{self, Section};
-use support::workload::{Recorded, record};
+use crate::support::vectors::{self, Section};
+use crate::support::workload::{Recorded, record};
 
 /// The workload for both page sizes, recorded once per test binary.
 fn recorded() -> &'static [Recorded] {
@@ -48,7 +46,7 @@ fn tampered() -> Vec<Section> {
 fn vector_file_of(secs: &[Section], name: &str) -> (std::path::PathBuf, Vec<Section>) {
     let text = vectors::to_text(secs);
     let file = format!("{name}-{}.txt", std::process::id());
-    let path = support::cbuild::out_dir().join(file);
+    let path = crate::support::cbuild::out_dir().join(file);
     std::fs::write(&path, &text).expect("write the vectors");
     let parsed = vectors::parse(&text).expect("parse the vectors");
     (path, parsed)
@@ -88,7 +86,7 @@ fn in_process_replay_matches_the_simulated_board() {
     let (path, parsed) = vector_file();
     assert_eq!(parsed, sections(), "the file round-trips");
     for (sec, rec) in parsed.iter().zip(recorded()) {
-        let out = support::replay::replay(sec);
+        let out = crate::support::replay::replay(sec);
         assert!(out.mismatches.is_empty(), "{:#?}", out.mismatches);
         assert_eq!(out.commands, rec.section.records.len());
         // Every counter agrees; the times are the boards' own.
@@ -100,21 +98,21 @@ fn in_process_replay_matches_the_simulated_board() {
         );
     }
     let _ = std::fs::remove_file(path);
-    let out = support::replay::replay(&tampered()[0]);
+    let out = crate::support::replay::replay(&tampered()[0]);
     assert_eq!(out.mismatches.len(), 2, "{:#?}", out.mismatches);
 }
 
 #[test]
 fn the_c_harness_matches_the_simulated_board() {
     if !testkit::require(
-        support::cbuild::gcc_available(),
+        crate::support::cbuild::gcc_available(),
         "gcc",
         "the C harness against the simulated board",
     ) {
         return;
     }
-    let lib = support::cbuild::staticlib().expect("static library");
-    let exe = support::cbuild::harness(&lib).expect("compile the harness");
+    let lib = crate::support::cbuild::staticlib().expect("static library");
+    let exe = crate::support::cbuild::harness(&lib).expect("compile the harness");
     let (path, parsed) = vector_file();
     let total: usize = parsed.iter().map(|s| s.records.len()).sum();
     let out = Command::new(&exe)
