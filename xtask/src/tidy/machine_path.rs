@@ -1,9 +1,9 @@
 //! Rule `machine-path`: a clone works anywhere, so no tracked text file
-//! names a path of one machine — a home or work folder (`/work/`,
-//! `/root/`, `/Users/`, `/home/<name>/`) — or the shared folder beside
-//! the checkout (`../shared`, allowed only in `.ci/run`, which sets the
-//! machine up). Binary files and corpora (`data/corpora/`,
-//! `fuzz/corpus/`) are not read.
+//! names a path of one machine: the folders `work`, `root` and `Users` at
+//! the file-system root, a `home` folder with a name of two or more
+//! characters, or the `shared` folder beside the checkout reached through
+//! `..` (allowed only in `.ci/run`, which sets the machine up). Binary
+//! files and corpora (`data/corpora/`, `fuzz/corpus/`) are not read.
 
 use super::{Tree, Violation};
 

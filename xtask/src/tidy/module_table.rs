@@ -2,7 +2,7 @@
 //! every crate root (`src/lib.rs`, else `src/main.rs`) of every workspace
 //! member, and of `fuzz/` when it has a library, carries a Markdown table
 //! in its `//!` docs whose header's first cell is `module` and whose first
-//! column names (in backticks: `` `name` `` or [`name`]) exactly the
+//! column names (in backticks: `` `name` `` or ``[`name`]``) exactly the
 //! modules the root declares. Modules compiled only for tests
 //! (`#[cfg(test)]`) are left out of both sides.
 
