@@ -210,6 +210,24 @@ mod tests {
     }
 
     #[test]
+    fn only_files_git_tracks_are_listed() {
+        let fixture = Fixture::new(&[("src/a.rs", "fn f() {}"), ("target/b.rs", "")]);
+        let root = &fixture.tree().root;
+        let git = |args: &[&str]| {
+            let status = Command::new("git")
+                .args(args)
+                .current_dir(root)
+                .status()
+                .expect("git runs");
+            assert!(status.success(), "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        git(&["add", "src/a.rs"]);
+        let tree = Tree::from_git(root.clone()).expect("git ls-files");
+        assert_eq!(tree.files, ["src/a.rs"]);
+    }
+
+    #[test]
     fn the_fixture_lists_its_files_as_tracked() {
         let fixture = Fixture::new(&[("b/c.md", "x"), ("a.rs", "fn f() {}")]);
         let tree = fixture.tree();
