@@ -19,6 +19,28 @@
 //!
 //! The FTL never touches NAND: it queues [`FlashOp`]s that the firmware
 //! drains, executes in order and reports failures of.
+//!
+//! | module | owns |
+//! | --- | --- |
+//! | `ftl` | [`Ftl`] and its public API: configuration, stream life cycle, appends, the op queue hand-off, read-side lookups |
+//! | `geometry` | [`Geometry`]: channels, ways, blocks, pages, page bytes, and the channel-first die numbering |
+//! | `address` | physical addresses: a page ([`Ppa`]) and an erase block ([`BlockAddr`]) |
+//! | `stream` | stream identity and shape ([`StreamId`], [`StreamShape`]) |
+//! | `stream_state` | per-stream metadata: shape, length, token and dim maps, DRAM tails, what is persisted |
+//! | `token_map` | the token-indexed mapping of one stream's K (or V): token group → page |
+//! | `dim_map` | the hidden-dim-indexed mapping of one stream's K copy: (dim block, run) → page |
+//! | `placement` | which die a page goes to (striping one head over all channels) |
+//! | `allocator` | block and page bookkeeping: block states, erase and valid-page counts, the open block per die |
+//! | `writer` | block-batched writing: group buffers into page programs |
+//! | `group_buffer` | device-DRAM group buffers and the page-image builders |
+//! | `budget` | append planning: the DRAM budget and flash capacity checks that make an append all-or-nothing |
+//! | `reclaim` | erasing dead blocks back into their die's free pool |
+//! | `bad_blocks` | bad blocks: factory ones never allocated, failed ones retired and their pages re-placed |
+//! | `op` | [`FlashOp`]s the FTL emits and the [`Merge`] descriptor of a superseded page |
+//! | `op_queue` | the queue of flash operations between the FTL and the firmware |
+//! | `spans` | read-side answers: where a token group's or dim run's tokens are, on flash and in DRAM |
+//! | `stats` | counters and the [`FtlStats`] snapshot |
+//! | `error` | [`FtlError`], the crate's one error type |
 
 #![no_std]
 #![forbid(unsafe_code)]

@@ -1,5 +1,5 @@
 //! The CUDA driver calls (cudarc's driver API, loaded at run time).
-#![allow(unsafe_code)]
+#![allow(unsafe_code)] // FFI: the CUDA driver API
 
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::Arc;

@@ -7,8 +7,10 @@
 //! feature, or on a machine without the NVIDIA driver, every entry point
 //! returns a [`GpuError`] that says which, never a panic.
 //!
-//! The `unsafe` of this crate is the CUDA driver calls, in `cuda.rs`; each
-//! block says why it holds.
+//! | module | owns |
+//! | --- | --- |
+//! | `cuda` | (feature `cuda`) the CUDA driver calls, loaded at run time; the crate's only `unsafe`, each block saying why it holds |
+//! | `report` | [`report()`]: which peer-to-peer paths between a GPU and an NVMe device this machine accepts, each tried or checked |
 #![deny(unsafe_code)]
 
 #[cfg(feature = "cuda")]

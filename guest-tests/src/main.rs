@@ -6,6 +6,12 @@
 //! success (QEMU exits 33), 0x11 for a failure (35).
 //!
 //! On any other machine (not PID 1) it refuses to run.
+//!
+//! | module | owns |
+//! | --- | --- |
+//! | `tests` | the transport tests run inside the guest |
+//! | `fabric` | NVMe/TCP on the guest's loopback: `instinfer serve` with the kernel's host, the kernel's target with our initiator |
+//! | `sys` | PID 1's system calls: mounts, module loading, QEMU's exit port; the crate's only `unsafe` |
 #![deny(unsafe_code)]
 
 #[cfg(target_os = "linux")]

@@ -1,6 +1,6 @@
 //! PID 1's system calls: mounts, module loading, and QEMU's exit port. The
 //! crate's only `unsafe`.
-#![allow(unsafe_code)]
+#![allow(unsafe_code)] // system calls and port I/O through libc
 
 use std::ffi::CString;
 use std::os::fd::AsRawFd;

@@ -23,6 +23,18 @@
 //! The Verilog of each block (`cargo xtask hdl gen`, from the `hdl-gen`
 //! binary) is a module named after the block in `target/hdl/<block>.v`; see [`blocks`].
 //!
+//! | module | owns |
+//! | --- | --- |
+//! | [`nfc_filter`] | [`NfcFilter`]: the row filter in every NAND flash controller |
+//! | [`argtopk`] | [`ArgTopK`]: streaming top-k of (key, index) pairs |
+//! | [`fx`] | [`fx::FxDecode`]: the fp16 → Fx decoder of the blocks that take fp16 values |
+//! | [`gemv`] | [`GemvUnit`]: the GeMV lanes of the attention kernel |
+//! | [`softmax`] | [`Softmax`]: the softmax unit of the attention kernel |
+//! | [`weighted_sum`] | [`WeightedSum`]: the value side of an attention kernel for one query head |
+//! | [`kernel`] | [`AttentionKernel`]: one query head's dense attention |
+//! | [`engine`] | [`Engine`]: the top level, with its AXI4-Lite register map |
+//! | [`sim`] | a cycle stepper for rust-hdl blocks, without the threaded simulator |
+//!
 //! The crate imports `attention` only in tests (`docs/ARCHITECTURE.md`).
 
 pub mod argtopk;

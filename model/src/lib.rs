@@ -1,8 +1,15 @@
-//! SmolLM2 (llama architecture) on the CPU from a GGUF file: the reader
-//! (`gguf`), quantized kernels (`quant`), the byte-level BPE tokenizer
-//! (`tokenizer`) and the forward pass with pluggable decode attention
-//! (`llama`). Decode attention goes through the `Attention` trait so the
-//! host driver can run it inside the storage device.
+//! SmolLM2 (llama architecture) on the CPU from a GGUF file. Decode
+//! attention goes through the [`Attention`] trait so the host driver can
+//! run it inside the storage device.
+//!
+//! | module | owns |
+//! | --- | --- |
+//! | [`gguf`] | the GGUF file format: parsing, typed metadata access and a small writer |
+//! | [`quant`] | quantized tensors (F32, F16, Q4_1, Q8_0) and the matvec / matmul kernels that use them |
+//! | [`tokenizer`] | the byte-level BPE tokenizer of GPT-2-style GGUF vocabularies |
+//! | [`llama`] | the llama architecture: config, weights, the forward pass and the [`Attention`] seam |
+//! | [`fetch`] | obtaining the model file reproducibly, verified against pinned hashes |
+//! | `error` | [`ModelError`]: every way loading or running the model can fail |
 #![forbid(unsafe_code)]
 
 mod error;

@@ -10,7 +10,7 @@
 //! [`DirectError::Busy`]); it is released when its completion is reaped
 //! by [`DirectFile::wait`]. Dropping the file waits for everything in
 //! flight first, so the kernel never writes into freed memory.
-#![allow(unsafe_code)]
+#![allow(unsafe_code)] // the aligned arena and the io_uring entries that point into it
 
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::collections::HashMap;

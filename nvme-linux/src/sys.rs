@@ -1,5 +1,5 @@
 //! The ioctl calls: the crate's only `unsafe`.
-#![allow(unsafe_code)]
+#![allow(unsafe_code)] // the ioctl calls
 
 use std::os::fd::AsRawFd;
 

@@ -3,7 +3,7 @@
 //! `struct nvme_uring_cmd`, 32-byte CQEs carrying the result dword), with
 //! many commands in flight. Buffers belong to the ring until their command
 //! completes.
-#![allow(unsafe_code)]
+#![allow(unsafe_code)] // io_uring entries that point at user buffers
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};

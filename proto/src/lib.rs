@@ -18,6 +18,7 @@
 //! | [`fabrics`] | NVMe over Fabrics commands (Connect, Property Get / Set) and properties |
 //! | [`tcp`] | NVMe/TCP PDUs: framing, checks and digests |
 //! | [`error`] | [`ProtoError`], the crate's error type |
+//! | `wire` | little-endian field readers and writers shared by the encoders |
 //!
 //! All multi-byte fields are little-endian on the wire; every `to_bytes` /
 //! `from_bytes` pair encodes explicitly, so the crate is correct on any host.

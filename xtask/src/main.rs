@@ -1,9 +1,12 @@
 //! `cargo xtask …`: project tasks that are more than one cargo call.
 //!
+//! - `cargo xtask tidy` — the repository's hygiene rules (module tables,
+//!   Markdown links, empty files, reasons for `unsafe`, machine paths):
+//!   see [`tidy`].
 //! - `cargo xtask firmware` — builds the device core for the ARM cores of
 //!   the OpenSSD boards (`armv7a-none-eabi`: Cosmos+ Cortex-A9,
 //!   `aarch64-unknown-none`: Daisyplus Cortex-A53).
-//! - `cargo xtask ci` — what CI runs: formatting, clippy, the test suite
+//! - `cargo xtask ci` — what CI runs: tidy, formatting, clippy, the test suite
 //!   (the README's test command), the `cuda` feature's build and tests,
 //!   the firmware cross-builds (the no_std
 //!   crates, both OpenSSD board images, the C ABI for
@@ -21,6 +24,15 @@
 //!   targets in `fuzz/`: see [`fuzz`].
 //! - `cargo xtask flash --board daisyplus|cosmos-plus` — what a real board
 //!   needs, and the vendor tools where present: see [`flash`].
+//!
+//! | module | owns |
+//! | --- | --- |
+//! | [`tidy`] | `cargo xtask tidy`: the repository's hygiene rules over the tracked files |
+//! | [`hdl`] | `cargo xtask hdl`: the engine's Verilog generation, lint, co-simulation and synthesis |
+//! | [`qemu`] | `cargo xtask qemu`: the firmware under QEMU, its end-to-end test or a CLI demo |
+//! | [`guest`] | `cargo xtask guest-test`: the Linux NVMe transports in a QEMU x86 guest |
+//! | [`fuzz`] | `cargo xtask fuzz`: every cargo-fuzz target on its committed corpus |
+//! | [`flash`] | `cargo xtask flash`: what a real board needs, and the vendor tools where present |
 #![forbid(unsafe_code)]
 
 mod flash;
@@ -28,6 +40,7 @@ mod fuzz;
 mod guest;
 mod hdl;
 mod qemu;
+mod tidy;
 
 use std::process::{Command, ExitCode};
 
@@ -83,6 +96,7 @@ fn firmware() -> Result<(), String> {
 }
 
 fn ci() -> Result<(), String> {
+    tidy::main()?;
     cargo(&["fmt", "--all", "--", "--check"])?;
     cargo(&[
         "clippy",
@@ -129,13 +143,14 @@ fn main() -> ExitCode {
     let task = std::env::args().nth(1);
     let result = match task.as_deref() {
         Some("firmware") => firmware(),
+        Some("tidy") => tidy::main(),
         Some("ci") => ci(),
         Some("hdl") => hdl::main(std::env::args().nth(2).as_deref()),
         Some("flash") => flash::main(&std::env::args().skip(2).collect::<Vec<_>>()),
         Some("qemu") => qemu::main(&std::env::args().skip(2).collect::<Vec<_>>()),
         Some("guest-test") => guest::main(),
         Some("fuzz") => fuzz::main(&std::env::args().skip(2).collect::<Vec<_>>()),
-        _ => Err("usage: cargo xtask <firmware|ci|hdl|qemu|flash|guest-test|fuzz>".into()),
+        _ => Err("usage: cargo xtask <tidy|firmware|ci|hdl|qemu|flash|guest-test|fuzz>".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

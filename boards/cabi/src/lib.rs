@@ -63,6 +63,7 @@ mod guard;
 #[cfg(test)]
 mod testmem;
 
+// The C ABI: raw pointers and callbacks from the emulator.
 #[allow(unsafe_code)]
 mod ffi;
 

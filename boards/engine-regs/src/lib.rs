@@ -6,6 +6,13 @@
 //!
 //! Addresses are byte offsets from the engine's AXI base; every register is
 //! 32 bits wide and must be written whole (WSTRB = 0xF).
+//!
+//! | module | owns |
+//! | --- | --- |
+//! | [`reg`] | register byte addresses |
+//! | [`bit`] | CTRL and STATUS bits |
+//! | [`config`] | the fields of the read-only CONFIG register |
+//! | [`limit`] | what the slave accepts (writes outside answer SLVERR and change nothing) |
 #![no_std]
 #![forbid(unsafe_code)]
 

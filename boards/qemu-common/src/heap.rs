@@ -1,6 +1,6 @@
 //! The firmware's heap: a linked-list allocator over a DRAM range the
 //! image does not use.
-#![allow(unsafe_code)]
+#![allow(unsafe_code)] // the global allocator over a raw DRAM range
 
 use embedded_alloc::LlffHeap;
 

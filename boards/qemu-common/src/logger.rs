@@ -20,7 +20,7 @@ static ENCODER: Mutex<RefCell<defmt::Encoder>> = Mutex::new(RefCell::new(defmt::
 ///
 /// `base` must be a Cadence UART's MMIO base, mapped as device memory, that
 /// nothing else drives.
-#[allow(unsafe_code)]
+#[allow(unsafe_code)] // MMIO: the UART registers at `base`
 pub(crate) unsafe fn init(base: usize) {
     // SAFETY: the caller's contract; this enables the UART once.
     let _ = unsafe { CadenceUart::new(base) };

@@ -1,6 +1,6 @@
 //! The Cadence UART (Zynq-7000 UART0 at 0xE000_0000, ZynqMP UART0 at
 //! 0xFF00_0000): transmit only, polled, for the console.
-#![allow(unsafe_code)]
+#![allow(unsafe_code)] // MMIO: the UART registers
 
 use core::fmt;
 

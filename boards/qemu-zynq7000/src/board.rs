@@ -1,5 +1,5 @@
 //! Startup, memory map and clock of the Zynq-7000 board under QEMU.
-#![allow(unsafe_code)]
+#![allow(unsafe_code)] // startup symbols (`no_mangle`) and the global timer's registers
 
 use board_qemu_common::{Board, serve};
 use firmware::hal::Clock;

@@ -9,6 +9,10 @@
 //! real A9 would need the MMU on first (the Cosmos+ board crate's job).
 //!
 //! On a host build this is a stub that says where it runs.
+//!
+//! | module | owns |
+//! | --- | --- |
+//! | `board` | (board target only) startup, memory map and clock of the Zynq-7000 board under QEMU; the crate's only `unsafe` |
 #![cfg_attr(target_os = "none", no_std, no_main)]
 #![deny(unsafe_code)]
 

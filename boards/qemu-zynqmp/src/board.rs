@@ -1,5 +1,5 @@
 //! Memory map, startup and clock of the zcu102 board under QEMU.
-#![allow(unsafe_code)]
+#![allow(unsafe_code)] // the aarch64-rt entry and the counter's system registers
 
 use aarch64_rt::{ExceptionHandlers, InitialPagetable, entry, exception_handlers};
 use board_qemu_common::{Board, serve};

@@ -6,6 +6,10 @@
 //! `board_qemu_common::serve`.
 //!
 //! On a host build this is a stub that says where it runs.
+//!
+//! | module | owns |
+//! | --- | --- |
+//! | `board` | (board target only) memory map, startup and clock of the zcu102 board under QEMU; the crate's only `unsafe` |
 #![cfg_attr(target_os = "none", no_std, no_main)]
 #![deny(unsafe_code)]
 

@@ -1,6 +1,6 @@
 //! VFIO's ioctls, the BAR mapping, and DMA memory: the `unsafe` of the
 //! VFIO driver, each block with its reason.
-#![allow(unsafe_code)]
+#![allow(unsafe_code)] // VFIO ioctls, the BAR mapping and DMA memory
 
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd};
