@@ -20,6 +20,7 @@ pub mod config;
 pub mod device;
 pub mod hal;
 
+mod counters;
 mod dispatch;
 mod dma;
 mod error;
@@ -28,6 +29,7 @@ mod identify;
 mod journal;
 mod scheduler;
 mod sequence;
+mod state;
 mod stats;
 
 pub use config::{DeviceConfig, EngineInfo, Identity};
