@@ -118,3 +118,57 @@ where
         &self.state.ftl
     }
 }
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use std::path::Path;
+    use std::string::String;
+    use std::vec::Vec;
+
+    /// Every `.rs` file under `dir`.
+    fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("src readable") {
+            let path = entry.expect("dir entry").path();
+            if path.is_dir() {
+                sources(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+
+    /// The device object is the top of the crate: only the crate root (its
+    /// re-exports) and this file name it, so no handler can reach back into
+    /// it and close an import circle.
+    #[test]
+    fn no_module_imports_device() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        sources(&src, &mut files);
+        assert!(files.len() > 10, "sources found: {}", files.len());
+        let mut offenders: Vec<String> = Vec::new();
+        for file in &files {
+            let rel = file.strip_prefix(&src).expect("under src");
+            if rel == Path::new("lib.rs") || rel == Path::new("device.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(file).expect("source readable");
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                if [
+                    "crate::device",
+                    "crate::Device",
+                    "super::device",
+                    "super::Device",
+                ]
+                .iter()
+                .any(|p| code.contains(p))
+                {
+                    offenders.push(std::format!("{}:{}", rel.display(), n + 1));
+                }
+            }
+        }
+        assert!(offenders.is_empty(), "modules import device: {offenders:?}");
+    }
+}
