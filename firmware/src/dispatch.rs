@@ -1,93 +1,60 @@
 //! Command dispatch: admin and vendor I/O commands, each to its handler,
 //! every failure to an NVMe status.
 
-use crate::config::DeviceConfig;
-use crate::device::{Device, Progress};
 use crate::dma;
 use crate::error::{DeviceError, Fail, ftl_status, proto_status};
 use crate::flash::run_ftl_ops;
 use crate::hal::{Clock, Engine, HostInterface, Nand, Submission};
-use crate::scheduler::{self, HeadCost, HeadJob, Scratch};
-use crate::sequence::{DecodeResult, Sequence, SequenceTable};
-use crate::stats::Counters;
+use crate::scheduler::{self, HeadCost, HeadJob};
+use crate::sequence::{DecodeResult, Sequence};
+use crate::state::State;
 use alloc::vec;
 use alloc::vec::Vec;
 use attention::engine as model;
 use attention::shape::{Guard, SparseParams};
-use ftl::{Ftl, StreamShape};
+use ftl::StreamShape;
 use proto::{
     DecodeFetch, DecodeReport, DecodeSubmit, KvAppend, Method, Opcode, SeqClose, SeqOpen, Status,
     VendorCommand,
 };
 
-/// Everything the core keeps between commands.
-#[derive(Debug)]
-pub(crate) struct State {
-    pub config: DeviceConfig,
-    pub ftl: Ftl,
-    pub sequences: SequenceTable,
-    pub counters: Counters,
-    pub scratch: Scratch,
-    /// A completion the host's full CQ could not take yet.
-    pending: Option<(Submission, Status, u32)>,
-    /// The sequence journal (boards that survive power loss).
-    pub journal: Option<crate::journal::Journal>,
-    /// Sequences open when power was lost, not yet acknowledged.
-    pub lost: alloc::collections::BTreeSet<u32>,
-}
-
-impl State {
-    pub fn new(config: DeviceConfig) -> Result<Self, DeviceError> {
-        if config.max_sequences == 0 || config.mdts_bytes < 4096 {
-            return Err(DeviceError::Config(
-                "max_sequences and mdts_bytes must be usable",
-            ));
-        }
-        let ftl = Ftl::new(config.ftl.clone()).map_err(DeviceError::Ftl)?;
-        let page = ftl.geometry().page_size as usize;
-        let sequences = SequenceTable::new(config.max_sequences);
-        let mut scratch = Scratch::default();
-        scratch.page.resize(page, 0);
-        Ok(Self {
-            config,
-            ftl,
-            sequences,
-            counters: Counters::default(),
-            scratch,
-            pending: None,
-            journal: None,
-            lost: alloc::collections::BTreeSet::new(),
-        })
-    }
+/// What one [`Device::poll`](crate::Device::poll) did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// No command was waiting.
+    Idle,
+    /// One command was served and completed (successfully or with an error
+    /// status).
+    Served,
 }
 
 type Handled = Result<u32, Fail>;
 
 /// Serves at most one command.
-pub(crate) fn poll<B>(dev: &mut Device<B>) -> Result<Progress, DeviceError>
+pub(crate) fn poll<B>(st: &mut State, board: &mut B) -> Result<Progress, DeviceError>
 where
     B: HostInterface + Nand + Engine + Clock,
 {
-    if let Some((sub, status, dw0)) = dev.state.pending.take() {
-        if !post(dev, sub, status, dw0)? {
+    if let Some((sub, status, dw0)) = st.pending.take() {
+        if !post(st, board, sub, status, dw0)? {
             return Ok(Progress::Idle);
         }
     }
-    let sub = match dev.board.fetch() {
+    let sub = match board.fetch() {
         Ok(sub) => sub,
         Err(nb::Error::WouldBlock) => return Ok(Progress::Idle),
         Err(nb::Error::Other(_)) => return Err(DeviceError::HostLink),
     };
-    dev.state.counters.commands += 1;
+    st.counters.commands += 1;
     let result = if sub.queue == 0 {
-        admin(dev, &sub.sqe)
+        admin(st, board, &sub.sqe)
     } else {
-        io(dev, &sub.sqe)
+        io(st, board, &sub.sqe)
     };
     let (status, dw0) = match result {
         Ok(dw0) => (Status::SUCCESS, dw0),
         Err(fail) => {
-            dev.state.counters.errors += 1;
+            st.counters.errors += 1;
             (fail.status, fail.dw0)
         }
     };
@@ -99,38 +66,39 @@ where
         status.to_field(),
         dw0
     );
-    post(dev, sub, status, dw0)?;
+    post(st, board, sub, status, dw0)?;
     Ok(Progress::Served)
 }
 
 /// Posts a completion; keeps it for later if the CQ is full.
 fn post<B: HostInterface>(
-    dev: &mut Device<B>,
+    st: &mut State,
+    board: &mut B,
     sub: Submission,
     status: Status,
     dw0: u32,
 ) -> Result<bool, DeviceError> {
-    match dev.board.complete(&sub, status, dw0) {
+    match board.complete(&sub, status, dw0) {
         Ok(()) => Ok(true),
         Err(nb::Error::WouldBlock) => {
-            dev.state.pending = Some((sub, status, dw0));
+            st.pending = Some((sub, status, dw0));
             Ok(false)
         }
         Err(nb::Error::Other(_)) => Err(DeviceError::HostLink),
     }
 }
 
-fn admin<B>(dev: &mut Device<B>, sqe: &proto::Sqe) -> Handled
+fn admin<B>(st: &mut State, board: &mut B, sqe: &proto::Sqe) -> Handled
 where
     B: HostInterface + Nand + Engine + Clock,
 {
-    let max = dev.state.config.mdts_bytes as usize;
+    let max = st.config.mdts_bytes as usize;
     match sqe.opcode() {
         Opcode::IDENTIFY => {
             let cmd = proto::IdentifyCmd::parse(sqe).map_err(proto_status)?;
-            let page = crate::identify::controller(&dev.state, &cmd)?;
-            dma::to_host(&mut dev.board, sqe, &page, max)?;
-            dev.state.counters.pcie_out += page.len() as u64;
+            let page = crate::identify::controller(st, &cmd)?;
+            dma::to_host(board, sqe, &page, max)?;
+            st.counters.pcie_out += page.len() as u64;
             Ok(0)
         }
         Opcode::GET_LOG_PAGE => {
@@ -138,70 +106,69 @@ where
             if cmd.lid != proto::log::LID_STATS {
                 return Err(Status::INVALID_LOG_PAGE.into());
             }
-            let log = crate::stats::snapshot(dev).to_bytes();
+            let log = crate::stats::snapshot(st, board).to_bytes();
             let len = cmd.bytes() as usize;
             if len == 0 || len > log.len() {
                 return Err(Status::INVALID_FIELD.into());
             }
-            dma::to_host(&mut dev.board, sqe, &log[..len], max)?;
-            dev.state.counters.pcie_out += len as u64;
+            dma::to_host(board, sqe, &log[..len], max)?;
+            st.counters.pcie_out += len as u64;
             Ok(0)
         }
         _ => Err(Status::INVALID_OPCODE.into()),
     }
 }
 
-fn io<B>(dev: &mut Device<B>, sqe: &proto::Sqe) -> Handled
+fn io<B>(st: &mut State, board: &mut B, sqe: &proto::Sqe) -> Handled
 where
     B: HostInterface + Nand + Engine + Clock,
 {
     let cmd = VendorCommand::parse(sqe).map_err(proto_status)?;
-    if dev.state.lost.contains(&cmd.seq()) {
+    if st.lost.contains(&cmd.seq()) {
         // Lost to a power failure: only a close (the host's acknowledgement)
         // is served.
         return match cmd {
             VendorCommand::SeqClose(c) => {
-                dev.state.lost.remove(&c.seq);
-                record_open(dev).map(|()| 0)
+                st.lost.remove(&c.seq);
+                record_open(st, board).map(|()| 0)
             }
             _ => Err(Status::SEQ_LOST.into()),
         };
     }
     match cmd {
         VendorCommand::SeqOpen(c) => {
-            seq_open(&mut dev.state, &c)?;
-            if let Err(e) = record_open(dev) {
+            seq_open(st, &c)?;
+            if let Err(e) = record_open(st, board) {
                 // Not recorded: not open either.
-                let _ = seq_close(dev, &SeqClose { seq: c.seq });
+                let _ = seq_close(st, board, &SeqClose { seq: c.seq });
                 return Err(e);
             }
             Ok(0)
         }
         VendorCommand::SeqClose(c) => {
-            let r = seq_close(dev, &c);
+            let r = seq_close(st, board, &c);
             if r.is_ok() {
-                record_open(dev)?;
+                record_open(st, board)?;
             }
             r
         }
-        VendorCommand::KvAppend(c) => kv_append(dev, sqe, &c),
-        VendorCommand::DecodeSubmit(c) => decode_submit(dev, sqe, &c),
-        VendorCommand::DecodeFetch(c) => decode_fetch(dev, sqe, &c),
+        VendorCommand::KvAppend(c) => kv_append(st, board, sqe, &c),
+        VendorCommand::DecodeSubmit(c) => decode_submit(st, board, sqe, &c),
+        VendorCommand::DecodeFetch(c) => decode_fetch(st, board, sqe, &c),
     }
 }
 
 /// Writes the open and lost sequences to the journal, when there is one.
-fn record_open<B>(dev: &mut Device<B>) -> Result<(), Fail>
+fn record_open<B>(st: &mut State, board: &mut B) -> Result<(), Fail>
 where
     B: HostInterface + Nand + Engine + Clock,
 {
-    let st = &mut dev.state;
     let Some(j) = st.journal.as_mut() else {
         return Ok(());
     };
     let mut ids: Vec<u32> = st.sequences.ids();
     ids.extend(st.lost.iter().copied());
-    j.write(&mut dev.board, &ids).map_err(Fail::from)
+    j.write(board, &ids).map_err(Fail::from)
 }
 
 fn seq_open(st: &mut State, c: &SeqOpen) -> Handled {
@@ -251,11 +218,10 @@ fn seq_open(st: &mut State, c: &SeqOpen) -> Handled {
     Ok(0)
 }
 
-fn seq_close<B>(dev: &mut Device<B>, c: &SeqClose) -> Handled
+fn seq_close<B>(st: &mut State, board: &mut B, c: &SeqClose) -> Handled
 where
     B: HostInterface + Nand + Engine + Clock,
 {
-    let st = &mut dev.state;
     let seq = st.sequences.remove(c.seq).ok_or(Status::SEQ_NOT_OPEN)?;
     let mut first = Ok(());
     for id in seq.streams {
@@ -263,12 +229,7 @@ where
             first = first.and(Err(ftl_status(e)));
         }
     }
-    run_ftl_ops(
-        &mut dev.board,
-        &mut st.ftl,
-        &mut st.scratch.page,
-        &mut st.counters,
-    )?;
+    run_ftl_ops(board, &mut st.ftl, &mut st.scratch.page, &mut st.counters)?;
     first.map(|()| 0).map_err(Fail::from)
 }
 
@@ -357,11 +318,10 @@ fn append_tokens<B: Nand>(
     Ok(())
 }
 
-fn kv_append<B>(dev: &mut Device<B>, sqe: &proto::Sqe, c: &KvAppend) -> Handled
+fn kv_append<B>(st: &mut State, board: &mut B, sqe: &proto::Sqe, c: &KvAppend) -> Handled
 where
     B: HostInterface + Nand + Engine + Clock,
 {
-    let st = &mut dev.state;
     let seq = st.sequences.get(c.seq)?;
     VendorCommand::KvAppend(*c)
         .check_shape(&seq.shape)
@@ -378,17 +338,16 @@ where
         return Err(Status::CAPACITY_EXCEEDED.into());
     }
     let rotated = seq.shape.rotated;
-    let data = payload(&mut dev.board, st, sqe, c.ndt as usize * 4)?;
+    let data = payload(board, st, sqe, c.ndt as usize * 4)?;
     let rows = Rows::split(&data, rotated);
-    append_tokens(&mut dev.board, st, c.seq, layer, c.tokens as usize, rows)?;
+    append_tokens(board, st, c.seq, layer, c.tokens as usize, rows)?;
     Ok(len + c.tokens)
 }
 
-fn decode_submit<B>(dev: &mut Device<B>, sqe: &proto::Sqe, c: &DecodeSubmit) -> Handled
+fn decode_submit<B>(st: &mut State, board: &mut B, sqe: &proto::Sqe, c: &DecodeSubmit) -> Handled
 where
     B: HostInterface + Nand + Engine + Clock,
 {
-    let st = &mut dev.state;
     let seq = st.sequences.get(c.seq)?;
     VendorCommand::DecodeSubmit(*c)
         .check_shape(&seq.shape)
@@ -421,7 +380,7 @@ where
         _ => return Err(Status::UNSUPPORTED_METHOD.into()),
     };
     let rotated = seq.shape.rotated;
-    let data = payload(&mut dev.board, st, sqe, c.ndt as usize * 4)?;
+    let data = payload(board, st, sqe, c.ndt as usize * 4)?;
     // q, q̃ (rotated sparf), k/v/k̃ (APPEND_KV), the guard trailer (GUARD).
     let (body, trailer) = data.split_at(data.len() - if c.flags.guard() { 4 } else { 0 });
     let guard = if c.flags.guard() {
@@ -441,18 +400,10 @@ where
         (q, rest)
     };
     if append {
-        append_tokens(
-            &mut dev.board,
-            st,
-            c.seq,
-            layer,
-            1,
-            Rows::split(kv, rotated),
-        )?;
+        append_tokens(board, st, c.seq, layer, 1, Rows::split(kv, rotated))?;
     }
     let qf: Vec<i32> = q.iter().map(|&x| model::fx(x)).collect();
     let qa: Vec<i32> = q_approx.iter().map(|&x| model::fx(x)).collect();
-    let st = &mut dev.state;
     let seq = st.sequences.get(c.seq)?;
     let s = seq.len[layer] as usize;
     let g = seq.group();
@@ -469,7 +420,7 @@ where
         .collect();
     let mut cost = HeadCost::default();
     let mut cx = scheduler::Ctx {
-        board: &mut dev.board,
+        board,
         ftl: &st.ftl,
         scratch: &mut st.scratch,
         counters: &mut st.counters,
@@ -493,11 +444,10 @@ where
     Ok(s as u32)
 }
 
-fn decode_fetch<B>(dev: &mut Device<B>, sqe: &proto::Sqe, c: &DecodeFetch) -> Handled
+fn decode_fetch<B>(st: &mut State, board: &mut B, sqe: &proto::Sqe, c: &DecodeFetch) -> Handled
 where
     B: HostInterface + Nand + Engine + Clock,
 {
-    let st = &mut dev.state;
     let seq = st.sequences.get(c.seq)?;
     VendorCommand::DecodeFetch(*c)
         .check_shape(&seq.shape)
@@ -512,7 +462,7 @@ where
     }
     bytes.extend_from_slice(&result.report.to_bytes());
     let max = st.config.mdts_bytes as usize;
-    dma::to_host(&mut dev.board, sqe, &bytes, max)?;
+    dma::to_host(board, sqe, &bytes, max)?;
     st.counters.pcie_out += bytes.len() as u64;
     // Only a delivered result is released: a failed transfer can be retried.
     st.sequences.get_mut(c.seq)?.results[layer] = None;

@@ -4,8 +4,8 @@
 //! Reads are submitted as deep as the controllers take them so every
 //! channel stays busy; completions are handed on in the order they finish.
 
+use crate::counters::Counters;
 use crate::hal::{Nand, NandCmd, NandDone, NandStatus, RowFilter};
-use crate::stats::Counters;
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::vec;
 use alloc::vec::Vec;

@@ -1,8 +1,8 @@
 //! Identify Controller: the standard fields and the InstCSD capability
 //! block in the vendor-specific area.
 
-use crate::dispatch::State;
 use crate::error::Fail;
+use crate::state::State;
 use proto::{CapabilityBlock, IdentifyCmd, IdentifyController, Method, Status};
 
 /// The 4096-byte Identify Controller page.

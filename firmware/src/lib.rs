@@ -8,6 +8,30 @@
 //!
 //! Generic over the [`hal`] traits, integer-only, `no_std` (with `alloc` for
 //! the device DRAM working set). Every error becomes an NVMe status.
+//!
+//! # Modules
+//!
+//! [`Device`] is the entry: it owns the board and the core's state and
+//! hands both to the handlers. No module imports `device`; the handlers take
+//! the state (`state`) and the board, or only the part of either they use.
+//!
+//! | module | owns |
+//! | --- | --- |
+//! | `log` | log points (defmt frames, or nothing) |
+//! | [`config`] | what a board tells the core at start-up |
+//! | [`device`] | the public entry: [`Device`] (board + state), boot, poll |
+//! | [`hal`] | the traits a board implements: host interface, NAND, engine, clock |
+//! | `counters` | the running counters of the core |
+//! | `dispatch` | serving one command: admin and vendor I/O handlers |
+//! | `dma` | moving a command's data by PRP |
+//! | `error` | [`DeviceError`] and the NVMe status of every failure |
+//! | `flash` | carrying out FTL programs and erases, batches of filtered reads |
+//! | `identify` | the Identify Controller page and its capability block |
+//! | `journal` | the sequence journal in flash, read at boot |
+//! | `scheduler` | the pages, filters and engine work of one layer's decode |
+//! | `sequence` | the sequence table: shapes, streams, pending results |
+//! | `state` | what the core keeps between commands |
+//! | `stats` | the statistics log page |
 #![no_std]
 #![forbid(unsafe_code)]
 
@@ -20,6 +44,7 @@ pub mod config;
 pub mod device;
 pub mod hal;
 
+mod counters;
 mod dispatch;
 mod dma;
 mod error;
@@ -28,6 +53,7 @@ mod identify;
 mod journal;
 mod scheduler;
 mod sequence;
+mod state;
 mod stats;
 
 pub use config::{DeviceConfig, EngineInfo, Identity};

@@ -28,8 +28,8 @@
 mod dims;
 mod tokens;
 
+use crate::counters::Counters;
 use crate::hal::{Engine, LogitJob, Nand};
-use crate::stats::Counters;
 use alloc::vec;
 use alloc::vec::Vec;
 use attention::engine as model;
