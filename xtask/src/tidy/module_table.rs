@@ -4,7 +4,7 @@
 //! in its `//!` docs whose header's first cell is `module` and whose first
 //! column names (in backticks: `` `name` `` or ``[`name`]``) exactly the
 //! modules the root declares. Modules compiled only for tests
-//! (`#[cfg(test)]`) are left out of both sides.
+//! (`#[cfg(test)]`, `#[cfg(all(test, …))]`) are left out of both sides.
 
 use super::source::{Source, inner_docs};
 use super::{Tree, Violation};
@@ -164,7 +164,8 @@ fn module_item(text: &str) -> Option<(String, usize)> {
         let attr = attr.trim_start_matches('!').trim_start();
         let len = bracketed_len(attr)?;
         let squeezed: String = attr[..len].chars().filter(|c| !c.is_whitespace()).collect();
-        test_only |= !inner && squeezed == "[cfg(test)]";
+        test_only |=
+            !inner && (squeezed == "[cfg(test)]" || squeezed.starts_with("[cfg(all(test,"));
         rest = attr[len..].trim_start();
     }
     if let Some(after) = rest.strip_prefix("pub") {
@@ -401,8 +402,9 @@ mod support;
                 ("gamma".into(), 15)
             ]
         );
-        let cfg =
-            declared_modules("#[cfg(all(\n    unix,\n))]\npub mod sys;\n#[cfg( test )] mod t;\n");
+        let cfg = declared_modules(
+            "#[cfg(all(\n    unix,\n))]\npub mod sys;\n#[cfg( test )] mod t;\n#[cfg(all(test, unix))]\nmod u;\n",
+        );
         assert_eq!(cfg, [("sys".into(), 4)]);
     }
 }
