@@ -900,4 +900,6 @@ impl From<DecodeFetch> for VendorCommand {
 }
 
 #[cfg(test)]
+mod commands_doc;
+#[cfg(test)]
 mod tests;
