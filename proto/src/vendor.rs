@@ -10,21 +10,16 @@
 //! INVALID_FIELD). The namespace id (INVALID_NAMESPACE) and the PRPs
 //! (checked while walking) are the firmware's business.
 //!
-//! CDW10 is NDT, the number of dwords of data, on every data-carrying
-//! command (must be ≥ 1) and reserved (zero) on the others. How many bytes a
-//! command carries depends on its sequence's [`SeqShape`]: `payload_bytes`
-//! computes it and `check_shape` (answered with SHAPE_MISMATCH) compares NDT,
-//! the layer and sparf's `r` against the shape.
+//! Each command's fields, their bits in cdw10..cdw15 and their meaning are
+//! declared once, in the command's struct; [`LAYOUTS`] holds them as data,
+//! [`LayoutTable`] renders them, and `docs/vendor-commands.md` (generated
+//! from both) tables them with the payloads and `nvme-cli` recipes.
 //!
-//! | opcode | command | dir | data |
-//! | --- | --- | --- | --- |
-//! | 80h | [`SeqOpen`] | none | — |
-//! | 84h | [`SeqClose`] | none | — |
-//! | 81h | [`KvAppend`] | host→dev | K `[kv_heads][tokens][head_dim]` f16, then V, same shape (then K̃ in a rotated sequence) |
-//! | 85h | [`DecodeSubmit`] | host→dev | q `[kv_heads·group][head_dim]` f16 (then q̃ for sparf in a rotated sequence), then with APPEND_KV k_new, v_new `[kv_heads][head_dim]` f16 (then k̃_new), then with GUARD a [`GuardTrailer`] |
-//! | 86h | [`DecodeFetch`] | dev→host | out `[kv_heads·group][head_dim]` i32 (Q17.14), then a [`DecodeReport`] |
-//!
-//! All element data is little-endian.
+//! Every data-carrying command has `ndt`, the number of dwords of data
+//! (≥ 1). How many bytes a command carries depends on its sequence's
+//! [`SeqShape`]: `payload_bytes` computes it and `check_shape` (answered
+//! with SHAPE_MISMATCH) compares NDT, the layer and sparf's `r` against the
+//! shape. All element data is little-endian.
 //!
 //! A **rotated** sequence ([`SeqShape::rotated`]) keeps two copies of K: the
 //! token-indexed copy the exact pass reads, and a dim-indexed copy of K̃,
@@ -39,6 +34,22 @@ use core::fmt;
 use crate::wire::{check_len, get_u32, get_u64, put_u32, put_u64};
 use crate::{Opcode, ProtoError, Sqe};
 
+mod layout;
+mod table;
+
+pub use layout::{BitRange, CommandLayout, FieldLayout, LayoutRow, LayoutRows};
+use layout::{FieldBits, vendor_command};
+pub use table::{LayoutTable, layout_rows};
+
+/// Every vendor command's layout, by opcode.
+pub const LAYOUTS: [&CommandLayout; 5] = [
+    SeqOpen::LAYOUT,
+    KvAppend::LAYOUT,
+    SeqClose::LAYOUT,
+    DecodeSubmit::LAYOUT,
+    DecodeFetch::LAYOUT,
+];
+
 /// Namespace id every vendor command is sent to.
 pub const VENDOR_NSID: u32 = 1;
 
@@ -46,10 +57,6 @@ pub const VENDOR_NSID: u32 = 1;
 pub const MAX_HEAD_DIM: u16 = 256;
 /// Largest supported `dim_group` (m).
 pub const MAX_DIM_GROUP: u8 = 8;
-
-const fn field(v: u32, lo: u32, bits: u32) -> u32 {
-    (v >> lo) & ((1u32 << bits) - 1)
-}
 
 fn invalid(field: &'static str, value: impl Into<u64>) -> ProtoError {
     ProtoError::InvalidField {
@@ -112,11 +119,11 @@ fn check_common(sqe: &Sqe, op: Opcode) -> Result<(), ProtoError> {
     reserved("mptr", sqe.mptr, u64::MAX)
 }
 
-fn check_ndt(sqe: &Sqe) -> Result<u32, ProtoError> {
-    if sqe.cdw10 == 0 {
+fn check_ndt(ndt: u32) -> Result<(), ProtoError> {
+    if ndt == 0 {
         Err(invalid("ndt", 0u32))
     } else {
-        Ok(sqe.cdw10)
+        Ok(())
     }
 }
 
@@ -171,27 +178,26 @@ impl SeqShape {
     }
 }
 
-/// SEQ_OPEN (80h, no data): create sequence `seq` with a fixed shape.
-///
-/// cdw11 `seq`; cdw12 `layers` 0-15, `kv_heads` 16-23, `group` 24-31;
-/// cdw13 `head_dim` 0-15, `dim_group` 16-23, `rotated` 24, 25-31
-/// reserved; cdw10, cdw14, cdw15 reserved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct SeqOpen {
-    /// Sequence id chosen by the host.
-    pub seq: u32,
-    /// See [`SeqShape::layers`].
-    pub layers: u16,
-    /// See [`SeqShape::kv_heads`].
-    pub kv_heads: u8,
-    /// See [`SeqShape::group`].
-    pub group: u8,
-    /// See [`SeqShape::head_dim`].
-    pub head_dim: u16,
-    /// See [`SeqShape::dim_group`].
-    pub dim_group: u8,
-    /// See [`SeqShape::rotated`].
-    pub rotated: bool,
+vendor_command! {
+    /// SEQ_OPEN (80h): create sequence `seq` with a fixed [`SeqShape`].
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct SeqOpen(SEQ_OPEN, data "none") {
+        /// Sequence id chosen by the host.
+        pub seq: u32 = cdw11[31:0],
+        /// Transformer layers (≥ 1).
+        pub layers: u16 = cdw12[15:0],
+        /// KV heads per layer (≥ 1).
+        pub kv_heads: u8 = cdw12[23:16],
+        /// Query heads per KV head, the GQA group size (≥ 1).
+        pub group: u8 = cdw12[31:24],
+        /// Head dimension (even, 2..=256).
+        pub head_dim: u16 = cdw13[15:0],
+        /// Dimension group m of the sparf filter (1..=8, divides head_dim).
+        pub dim_group: u8 = cdw13[23:16],
+        /// The sequence is rotated: it keeps host-rotated keys K̃, and
+        /// KV_APPEND and DECODE_SUBMIT carry the extra blocks.
+        pub rotated: bool = cdw13[24:24],
+    }
 }
 
 impl SeqOpen {
@@ -220,88 +226,55 @@ impl SeqOpen {
         }
     }
 
-    /// Encodes (cid and PRPs zero).
-    pub fn to_sqe(&self) -> Sqe {
-        Sqe {
-            cdw11: self.seq,
-            cdw12: self.layers as u32 | (self.kv_heads as u32) << 16 | (self.group as u32) << 24,
-            cdw13: self.head_dim as u32
-                | (self.dim_group as u32) << 16
-                | (self.rotated as u32) << 24,
-            ..base_sqe(Opcode::SEQ_OPEN)
-        }
-    }
-
     /// Decodes and validates.
     pub fn parse(sqe: &Sqe) -> Result<Self, ProtoError> {
         check_common(sqe, Opcode::SEQ_OPEN)?;
-        reserved("cdw10", sqe.cdw10, u64::MAX)?;
-        reserved("cdw13[31:25]", sqe.cdw13, 0xFE00_0000)?;
-        reserved("cdw14", sqe.cdw14, u64::MAX)?;
-        reserved("cdw15", sqe.cdw15, u64::MAX)?;
-        let cmd = SeqOpen {
-            seq: sqe.cdw11,
-            layers: field(sqe.cdw12, 0, 16) as u16,
-            kv_heads: field(sqe.cdw12, 16, 8) as u8,
-            group: field(sqe.cdw12, 24, 8) as u8,
-            head_dim: field(sqe.cdw13, 0, 16) as u16,
-            dim_group: field(sqe.cdw13, 16, 8) as u8,
-            rotated: field(sqe.cdw13, 24, 1) == 1,
-        };
+        Self::LAYOUT.check_reserved(sqe)?;
+        let cmd = Self::fields_of(sqe);
         cmd.shape().validate()?;
         Ok(cmd)
     }
 }
 
-/// SEQ_CLOSE (84h, no data): close `seq` and release its flash.
-///
-/// cdw11 `seq`; cdw10, cdw12..cdw15 reserved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct SeqClose {
-    /// Sequence id.
-    pub seq: u32,
+vendor_command! {
+    /// SEQ_CLOSE (84h): close `seq` and release its flash.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct SeqClose(SEQ_CLOSE, data "none") {
+        /// Sequence id.
+        pub seq: u32 = cdw11[31:0],
+    }
 }
 
 impl SeqClose {
-    /// Encodes (cid and PRPs zero).
-    pub fn to_sqe(&self) -> Sqe {
-        Sqe {
-            cdw11: self.seq,
-            ..base_sqe(Opcode::SEQ_CLOSE)
-        }
-    }
-
     /// Decodes and validates.
     pub fn parse(sqe: &Sqe) -> Result<Self, ProtoError> {
         check_common(sqe, Opcode::SEQ_CLOSE)?;
-        reserved("cdw10", sqe.cdw10, u64::MAX)?;
-        reserved("cdw12", sqe.cdw12, u64::MAX)?;
-        reserved("cdw13", sqe.cdw13, u64::MAX)?;
-        reserved("cdw14", sqe.cdw14, u64::MAX)?;
-        reserved("cdw15", sqe.cdw15, u64::MAX)?;
-        Ok(SeqClose { seq: sqe.cdw11 })
+        Self::LAYOUT.check_reserved(sqe)?;
+        Ok(Self::fields_of(sqe))
     }
 }
 
-/// KV_APPEND (81h, host→device): append `tokens` K/V rows to one layer.
-///
-/// cdw10 NDT; cdw11 `seq`; cdw12 `layer` 0-15 (16-31 reserved); cdw13
-/// `first_pos`, which must equal the layer's current length (the device
-/// answers POSITION_MISMATCH for gaps or duplicates); cdw14 `tokens` (≥ 1);
-/// cdw15 reserved. Data: K `[kv_heads][tokens][head_dim]` f16, then V in the
-/// same shape, then in a rotated sequence K̃ in the same shape.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct KvAppend {
-    /// Sequence id.
-    pub seq: u32,
-    /// Layer index (`< layers`).
-    pub layer: u16,
-    /// Position of the first appended token.
-    pub first_pos: u32,
-    /// Tokens appended (≥ 1).
-    pub tokens: u32,
-    /// Data dwords (cdw10).
-    pub ndt: u32,
+vendor_command! {
+    /// KV_APPEND (81h, host→device): append `tokens` K/V rows to one layer
+    /// at `first_pos`, which must equal the layer's current length (the
+    /// device answers POSITION_MISMATCH for gaps or duplicates).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct KvAppend(
+        KV_APPEND,
+        data "K `[kv_heads][tokens][head_dim]` f16, then V in the same shape, \
+              then in a rotated sequence K̃ in the same shape"
+    ) {
+        /// Sequence id.
+        pub seq: u32 = cdw11[31:0],
+        /// Layer index (< layers).
+        pub layer: u16 = cdw12[15:0],
+        /// Position of the first appended token: the layer's current length.
+        pub first_pos: u32 = cdw13[31:0],
+        /// Tokens appended (≥ 1).
+        pub tokens: u32 = cdw14[31:0],
+        /// NDT: data dwords (≥ 1).
+        pub ndt: u32 = cdw10[31:0],
+    }
 }
 
 impl KvAppend {
@@ -349,34 +322,16 @@ impl KvAppend {
         )
     }
 
-    /// Encodes (cid and PRPs zero).
-    pub fn to_sqe(&self) -> Sqe {
-        Sqe {
-            cdw10: self.ndt,
-            cdw11: self.seq,
-            cdw12: self.layer as u32,
-            cdw13: self.first_pos,
-            cdw14: self.tokens,
-            ..base_sqe(Opcode::KV_APPEND)
-        }
-    }
-
     /// Decodes and validates.
     pub fn parse(sqe: &Sqe) -> Result<Self, ProtoError> {
         check_common(sqe, Opcode::KV_APPEND)?;
-        let ndt = check_ndt(sqe)?;
-        reserved("cdw12[31:16]", sqe.cdw12, 0xFFFF_0000)?;
-        reserved("cdw15", sqe.cdw15, u64::MAX)?;
-        if sqe.cdw14 == 0 {
+        let cmd = Self::fields_of(sqe);
+        check_ndt(cmd.ndt)?;
+        Self::LAYOUT.check_reserved(sqe)?;
+        if cmd.tokens == 0 {
             return Err(invalid("tokens", 0u32));
         }
-        Ok(KvAppend {
-            seq: sqe.cdw11,
-            layer: field(sqe.cdw12, 0, 16) as u16,
-            first_pos: sqe.cdw13,
-            tokens: sqe.cdw14,
-            ndt,
-        })
+        Ok(cmd)
     }
 }
 
@@ -417,7 +372,17 @@ impl fmt::Display for Method {
     }
 }
 
-/// DECODE_SUBMIT flags (cdw12 bits 24-31).
+impl FieldBits for Method {
+    const WIDTH: u32 = u8::WIDTH;
+    fn to_bits(self) -> u32 {
+        self.0.into()
+    }
+    fn from_bits(bits: u32) -> Self {
+        Method(u8::from_bits(bits))
+    }
+}
+
+/// DECODE_SUBMIT flags ([`DecodeSubmit::flags`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct DecodeFlags(pub u8);
 
@@ -440,6 +405,16 @@ impl DecodeFlags {
     /// GUARD is set.
     pub const fn guard(self) -> bool {
         self.0 & Self::GUARD.0 != 0
+    }
+}
+
+impl FieldBits for DecodeFlags {
+    const WIDTH: u32 = u8::WIDTH;
+    fn to_bits(self) -> u32 {
+        self.0.into()
+    }
+    fn from_bits(bits: u32) -> Self {
+        DecodeFlags(u8::from_bits(bits))
     }
 }
 
@@ -491,37 +466,40 @@ impl GuardTrailer {
     }
 }
 
-/// DECODE_SUBMIT (85h, host→device): run decode attention for one layer.
-///
-/// cdw10 NDT; cdw11 `seq`; cdw12 `layer` 0-15, `method` 16-23, `flags`
-/// 24-31; cdw13 `position`, the query token's position: with APPEND_KV it
-/// must equal the layer's current length (k_new/v_new are stored there
-/// first), without it must equal length − 1 (POSITION_MISMATCH otherwise);
-/// cdw14 `r` 0-15, `local` 16-31; cdw15 `k`. Dense: `r`, `local`, `k` zero.
-/// Sparf: `1 ≤ r ≤ head_dim`, `k ≥ 1`. Data: q `[kv_heads·group][head_dim]`
-/// f16; in a rotated sequence with sparf, q̃ in the same shape; with
-/// APPEND_KV k_new and v_new `[kv_heads][head_dim]` f16 (and k̃_new in a
-/// rotated sequence); with GUARD (sparf only) a [`GuardTrailer`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct DecodeSubmit {
-    /// Sequence id.
-    pub seq: u32,
-    /// Layer index (`< layers`).
-    pub layer: u16,
-    /// Attention method.
-    pub method: Method,
-    /// Flags.
-    pub flags: DecodeFlags,
-    /// Position of the query token.
-    pub position: u32,
-    /// Sparf: query dimensions used for approximate scores.
-    pub r: u16,
-    /// Sparf: most recent tokens always attended.
-    pub local: u16,
-    /// Sparf: top tokens attended exactly.
-    pub k: u32,
-    /// Data dwords (cdw10).
-    pub ndt: u32,
+vendor_command! {
+    /// DECODE_SUBMIT (85h, host→device): run decode attention for one layer.
+    ///
+    /// `position` is the query token's: with APPEND_KV it must equal the
+    /// layer's current length (k_new/v_new are stored there first), without
+    /// it length − 1 (POSITION_MISMATCH otherwise). Dense: `r`, `local`, `k`
+    /// zero. Sparf: `1 ≤ r ≤ head_dim`, `k ≥ 1`. With GUARD (sparf only) the
+    /// payload ends in a [`GuardTrailer`].
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct DecodeSubmit(
+        DECODE_SUBMIT,
+        data "q `[kv_heads·group][head_dim]` f16; in a rotated sequence with sparf, \
+              q̃ in the same shape; with APPEND_KV k_new and v_new `[kv_heads][head_dim]` \
+              f16 (and k̃_new in a rotated sequence); with GUARD the 8-byte guard trailer"
+    ) {
+        /// Sequence id.
+        pub seq: u32 = cdw11[31:0],
+        /// Layer index (< layers).
+        pub layer: u16 = cdw12[15:0],
+        /// Attention method (`Method`).
+        pub method: Method = cdw12[23:16],
+        /// Flags (`DecodeFlags`).
+        pub flags: DecodeFlags = cdw12[31:24],
+        /// Position of the query token.
+        pub position: u32 = cdw13[31:0],
+        /// Sparf: query dimensions used for approximate scores (dense: 0).
+        pub r: u16 = cdw14[15:0],
+        /// Sparf: most recent tokens always attended (dense: 0).
+        pub local: u16 = cdw14[31:16],
+        /// Sparf: top tokens attended exactly (dense: 0).
+        pub k: u32 = cdw15[31:0],
+        /// NDT: data dwords (≥ 1).
+        pub ndt: u32 = cdw10[31:0],
+    }
 }
 
 impl DecodeSubmit {
@@ -636,37 +614,14 @@ impl DecodeSubmit {
         )
     }
 
-    /// Encodes (cid and PRPs zero).
-    pub fn to_sqe(&self) -> Sqe {
-        Sqe {
-            cdw10: self.ndt,
-            cdw11: self.seq,
-            cdw12: self.layer as u32 | (self.method.0 as u32) << 16 | (self.flags.0 as u32) << 24,
-            cdw13: self.position,
-            cdw14: self.r as u32 | (self.local as u32) << 16,
-            cdw15: self.k,
-            ..base_sqe(Opcode::DECODE_SUBMIT)
-        }
-    }
-
     /// Decodes and validates.
     pub fn parse(sqe: &Sqe) -> Result<Self, ProtoError> {
         check_common(sqe, Opcode::DECODE_SUBMIT)?;
-        let ndt = check_ndt(sqe)?;
-        let method = Method(field(sqe.cdw12, 16, 8) as u8);
-        let flags = DecodeFlags(field(sqe.cdw12, 24, 8) as u8);
+        let cmd = Self::fields_of(sqe);
+        check_ndt(cmd.ndt)?;
+        Self::LAYOUT.check_reserved(sqe)?;
+        let (method, flags) = (cmd.method, cmd.flags);
         reserved("flags", flags.0, !DecodeFlags::ALL.0 as u64)?;
-        let cmd = DecodeSubmit {
-            seq: sqe.cdw11,
-            layer: field(sqe.cdw12, 0, 16) as u16,
-            method,
-            flags,
-            position: sqe.cdw13,
-            r: field(sqe.cdw14, 0, 16) as u16,
-            local: field(sqe.cdw14, 16, 16) as u16,
-            k: sqe.cdw15,
-            ndt,
-        };
         match method {
             Method::DENSE => {
                 if flags.guard() {
@@ -696,20 +651,22 @@ impl DecodeSubmit {
     }
 }
 
-/// DECODE_FETCH (86h, device→host): read the result of the last
-/// DECODE_SUBMIT for (`seq`, `layer`).
-///
-/// cdw10 NDT; cdw11 `seq`; cdw12 `layer` 0-15 (16-31 reserved); cdw13..cdw15
-/// reserved. Data out: `[kv_heads·group][head_dim]` i32 (Q17.14 fixed point),
-/// then a 32-byte [`DecodeReport`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct DecodeFetch {
-    /// Sequence id.
-    pub seq: u32,
-    /// Layer index (`< layers`).
-    pub layer: u16,
-    /// Data dwords (cdw10).
-    pub ndt: u32,
+vendor_command! {
+    /// DECODE_FETCH (86h, device→host): read the result of the last
+    /// DECODE_SUBMIT for (`seq`, `layer`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct DecodeFetch(
+        DECODE_FETCH,
+        data "out `[kv_heads·group][head_dim]` i32 (Q17.14 fixed point), \
+              then the 32-byte decode report"
+    ) {
+        /// Sequence id.
+        pub seq: u32 = cdw11[31:0],
+        /// Layer index (< layers).
+        pub layer: u16 = cdw12[15:0],
+        /// NDT: data dwords (≥ 1).
+        pub ndt: u32 = cdw10[31:0],
+    }
 }
 
 impl DecodeFetch {
@@ -745,29 +702,13 @@ impl DecodeFetch {
         )
     }
 
-    /// Encodes (cid and PRPs zero).
-    pub fn to_sqe(&self) -> Sqe {
-        Sqe {
-            cdw10: self.ndt,
-            cdw11: self.seq,
-            cdw12: self.layer as u32,
-            ..base_sqe(Opcode::DECODE_FETCH)
-        }
-    }
-
     /// Decodes and validates.
     pub fn parse(sqe: &Sqe) -> Result<Self, ProtoError> {
         check_common(sqe, Opcode::DECODE_FETCH)?;
-        let ndt = check_ndt(sqe)?;
-        reserved("cdw12[31:16]", sqe.cdw12, 0xFFFF_0000)?;
-        reserved("cdw13", sqe.cdw13, u64::MAX)?;
-        reserved("cdw14", sqe.cdw14, u64::MAX)?;
-        reserved("cdw15", sqe.cdw15, u64::MAX)?;
-        Ok(DecodeFetch {
-            seq: sqe.cdw11,
-            layer: field(sqe.cdw12, 0, 16) as u16,
-            ndt,
-        })
+        let cmd = Self::fields_of(sqe);
+        check_ndt(cmd.ndt)?;
+        Self::LAYOUT.check_reserved(sqe)?;
+        Ok(cmd)
     }
 }
 
@@ -863,6 +804,17 @@ impl VendorCommand {
         }
     }
 
+    /// The command's dword layout.
+    pub const fn layout(&self) -> &'static CommandLayout {
+        match self {
+            Self::SeqOpen(_) => SeqOpen::LAYOUT,
+            Self::SeqClose(_) => SeqClose::LAYOUT,
+            Self::KvAppend(_) => KvAppend::LAYOUT,
+            Self::DecodeSubmit(_) => DecodeSubmit::LAYOUT,
+            Self::DecodeFetch(_) => DecodeFetch::LAYOUT,
+        }
+    }
+
     /// The command's opcode.
     pub const fn opcode(&self) -> Opcode {
         match self {
@@ -885,7 +837,7 @@ impl VendorCommand {
         }
     }
 
-    /// NDT (cdw10), 0 for commands without data.
+    /// NDT, 0 for commands without data.
     pub const fn ndt(&self) -> u32 {
         match self {
             Self::SeqOpen(_) | Self::SeqClose(_) => 0,
@@ -947,5 +899,7 @@ impl From<DecodeFetch> for VendorCommand {
     }
 }
 
+#[cfg(test)]
+mod commands_doc;
 #[cfg(test)]
 mod tests;

@@ -484,3 +484,156 @@ proptest! {
         }
     }
 }
+
+/// A valid SQE of each layout, in [`LAYOUTS`] order.
+fn sample(layout: &CommandLayout) -> Sqe {
+    match layout.opcode {
+        Opcode::SEQ_OPEN => open(),
+        Opcode::SEQ_CLOSE => close(),
+        Opcode::KV_APPEND => append(),
+        Opcode::DECODE_SUBMIT => sparf(),
+        _ => fetch(),
+    }
+}
+
+fn dword_mut(s: &mut Sqe, dword: u8) -> &mut u32 {
+    match dword {
+        10 => &mut s.cdw10,
+        11 => &mut s.cdw11,
+        12 => &mut s.cdw12,
+        13 => &mut s.cdw13,
+        14 => &mut s.cdw14,
+        _ => &mut s.cdw15,
+    }
+}
+
+#[test]
+fn every_reserved_bit_is_rejected() {
+    let mut counts = Vec::new();
+    for layout in LAYOUTS {
+        let mut count = 0;
+        for dword in 10..=15u8 {
+            let mask = layout.reserved_mask(dword);
+            for bit in (0..32).filter(|b| mask & 1 << b != 0) {
+                let mut s = sample(layout);
+                *dword_mut(&mut s, dword) |= 1 << bit;
+                let value = *dword_mut(&mut s, dword) as u64;
+                match VendorCommand::parse(&s) {
+                    Err(ProtoError::Reserved { field, value: v }) => {
+                        assert!(field.starts_with(std::format!("cdw{dword}").as_str()));
+                        assert_eq!(v, value);
+                    }
+                    other => panic!("{} cdw{dword} bit {bit}: {other:?}", layout.name()),
+                }
+                count += 1;
+            }
+        }
+        counts.push((layout.name(), count));
+    }
+    assert_eq!(
+        counts,
+        [
+            ("SEQ_OPEN", 32 + 7 + 32 + 32),
+            ("KV_APPEND", 16 + 32),
+            ("SEQ_CLOSE", 5 * 32),
+            ("DECODE_SUBMIT", 0),
+            ("DECODE_FETCH", 16 + 3 * 32),
+        ]
+    );
+}
+
+#[test]
+fn reserved_names() {
+    let names = |l: &'static CommandLayout, s: Sqe| {
+        let mut out = Vec::new();
+        for dword in 10..=15u8 {
+            if l.reserved_mask(dword) != 0 {
+                let mut t = s;
+                *dword_mut(&mut t, dword) |= l.reserved_mask(dword);
+                if let Err(ProtoError::Reserved { field, .. }) = VendorCommand::parse(&t) {
+                    out.push(field);
+                }
+            }
+        }
+        out
+    };
+    assert_eq!(
+        names(SeqOpen::LAYOUT, open()),
+        ["cdw10", "cdw13[31:25]", "cdw14", "cdw15"]
+    );
+    assert_eq!(names(KvAppend::LAYOUT, append()), ["cdw12[31:16]", "cdw15"]);
+    assert_eq!(
+        names(DecodeFetch::LAYOUT, fetch()),
+        ["cdw12[31:16]", "cdw13", "cdw14", "cdw15"]
+    );
+}
+
+#[test]
+fn rows_cover_every_bit_once() {
+    for layout in LAYOUTS {
+        let mut seen = [0u32; 6];
+        let mut fields = 0;
+        for row in layout.rows() {
+            let d = (row.dword - 10) as usize;
+            assert_eq!(seen[d] & row.bits.mask(), 0, "{}", layout.name());
+            seen[d] |= row.bits.mask();
+            match row.field {
+                Some(f) => {
+                    fields += 1;
+                    assert_eq!((f.dword, f.bits), (row.dword, row.bits));
+                    assert_eq!(layout.reserved_mask(row.dword) & row.bits.mask(), 0);
+                }
+                None => assert_eq!(
+                    layout.reserved_mask(row.dword) & row.bits.mask(),
+                    row.bits.mask()
+                ),
+            }
+        }
+        assert_eq!(seen, [u32::MAX; 6], "{}", layout.name());
+        assert_eq!(fields, layout.fields.len());
+    }
+    assert_eq!(layout_rows().count(), 11 + 7 + 6 + 9 + 7);
+}
+
+#[test]
+fn layout_table_rows() {
+    use std::string::ToString;
+    let table = LayoutTable.to_string();
+    assert!(table.contains("| SEQ_OPEN | 80h | cdw13 | 24 | `rotated` | The sequence is rotated:"));
+    assert!(table.contains("| SEQ_OPEN | 80h | cdw13 | 31:25 | reserved |"));
+    assert!(table.contains("| DECODE_SUBMIT | 85h | cdw12 | 31:24 | `flags` |"));
+    assert!(table.contains("| DECODE_SUBMIT | 85h | cdw14 | 31:16 | `local` |"));
+    assert_eq!(table.lines().count(), 2 + layout_rows().count());
+}
+
+#[test]
+fn layout_of_parsed_command() {
+    for s in all() {
+        let c = VendorCommand::parse(&s).unwrap();
+        assert_eq!(c.layout().opcode, s.opcode());
+    }
+}
+
+proptest! {
+    /// Builder and field reader are inverse on every bit a field owns: any
+    /// dwords with the reserved bits cleared read into a command that
+    /// encodes back to the same dwords.
+    #[test]
+    fn fields_round_trip(words in proptest::array::uniform6(any::<u32>()), which in 0usize..5) {
+        let layout = LAYOUTS[which];
+        let mut s = Sqe::new(layout.opcode);
+        for (i, w) in words.into_iter().enumerate() {
+            let dword = 10 + i as u8;
+            *dword_mut(&mut s, dword) = w & !layout.reserved_mask(dword);
+        }
+        let mut t = match layout.opcode {
+            Opcode::SEQ_OPEN => SeqOpen::fields_of(&s).to_sqe(),
+            Opcode::SEQ_CLOSE => SeqClose::fields_of(&s).to_sqe(),
+            Opcode::KV_APPEND => KvAppend::fields_of(&s).to_sqe(),
+            Opcode::DECODE_SUBMIT => DecodeSubmit::fields_of(&s).to_sqe(),
+            _ => DecodeFetch::fields_of(&s).to_sqe(),
+        };
+        t.nsid = 0;
+        prop_assert_eq!(t, s);
+    }
+}
