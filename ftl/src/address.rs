@@ -4,17 +4,25 @@
 /// Physical page address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Ppa {
+    /// NAND channel (bus), `0..Geometry::channels`.
     pub channel: u8,
+    /// Die on that channel, `0..Geometry::ways`.
     pub way: u8,
+    /// Erase block within the die, `0..Geometry::blocks_per_die`.
     pub block: u32,
+    /// Page within the block, `0..Geometry::pages_per_block`; a block's
+    /// pages are programmed in increasing order.
     pub page: u32,
 }
 
 /// Physical erase-block address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct BlockAddr {
+    /// NAND channel (bus), `0..Geometry::channels`.
     pub channel: u8,
+    /// Die on that channel, `0..Geometry::ways`.
     pub way: u8,
+    /// Erase block within the die, `0..Geometry::blocks_per_die`.
     pub block: u32,
 }
 

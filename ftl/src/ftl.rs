@@ -25,6 +25,7 @@ pub const MAX_STREAMS: u32 = 1 << 20;
 /// Start-up configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FtlConfig {
+    /// Shape of the NAND array; must pass `Geometry::validate`.
     pub geometry: Geometry,
     /// Bytes of device DRAM the group buffers may hold (2 B per element).
     pub dram_budget: u64,
@@ -53,6 +54,9 @@ pub struct Ftl {
 }
 
 impl Ftl {
+    /// An FTL over an erased array: every block free except the factory bad
+    /// ones, no stream open. Fails on an invalid geometry, a stream-slot
+    /// count out of range or a bad block outside the geometry.
     pub fn new(cfg: FtlConfig) -> Result<Ftl, FtlError> {
         cfg.geometry.validate()?;
         if cfg.max_streams == 0 || cfg.max_streams > MAX_STREAMS.min(MAX_STREAM_ID) {
@@ -75,6 +79,7 @@ impl Ftl {
         })
     }
 
+    /// The geometry it was configured with.
     pub fn geometry(&self) -> &Geometry {
         &self.geo
     }
@@ -135,6 +140,7 @@ impl Ftl {
             .ok_or(FtlError::UnknownStream)
     }
 
+    /// The shape stream `id` was opened with.
     pub fn shape(&self, id: StreamId) -> Result<StreamShape, FtlError> {
         Ok(self.stream(id)?.shape)
     }
@@ -244,6 +250,7 @@ impl Ftl {
         Ok(RunSpans { flash, dram })
     }
 
+    /// A snapshot of the counters and of the block, DRAM and queue state.
     pub fn stats(&self) -> FtlStats {
         let (min_erase_count, max_erase_count) = self.blocks.erase_count_range();
         let c = self.counters;
@@ -274,6 +281,8 @@ impl Ftl {
             .map_or(0, |b| b.erase_count)
     }
 
+    /// Whether `block` is retired (factory bad or failed); false outside the
+    /// geometry.
     pub fn is_bad(&self, block: BlockAddr) -> bool {
         self.blocks
             .index(block)

@@ -17,10 +17,15 @@ pub const MAX_PAGES_PER_BLOCK: u32 = 1 << 16;
 /// Shape of the NAND array.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Geometry {
+    /// Independent NAND channels (buses) that transfer in parallel; 1..=32.
     pub channels: u8,
+    /// Dies sharing each channel; 1..=16.
     pub ways: u8,
+    /// Erase blocks in each die; nonzero.
     pub blocks_per_die: u32,
+    /// Pages in each erase block; 1..=`MAX_PAGES_PER_BLOCK`.
     pub pages_per_block: u32,
+    /// Bytes per page (the unit of program and read): 4096 or 16384.
     pub page_size: u32,
 }
 

@@ -16,12 +16,20 @@ pub enum FlashOp {
     /// set, first read `merge_from.from` and call `Merge::apply` to copy the
     /// old page's valid bytes into the image.
     Program {
+        /// Destination page, freshly allocated in a die's open block.
         ppa: Ppa,
+        /// The page image, `page_size` bytes; bytes a merge is to fill are
+        /// zero here.
         data: Vec<u8>,
+        /// The older page to merge in before programming; `None` when
+        /// `data` is already complete.
         merge_from: Option<Merge>,
     },
     /// Erase a block whose pages are all invalid.
-    Erase { block: BlockAddr },
+    Erase {
+        /// The block to erase; no queued merge still reads from it.
+        block: BlockAddr,
+    },
 }
 
 /// Which bytes of an old page survive into a new page image.
@@ -30,16 +38,32 @@ pub enum MergeLayout {
     /// The whole page (relocation out of a retired block).
     Whole,
     /// Token page: rows `[0, tokens)` of `row_bytes` each.
-    TokenRows { tokens: u32, row_bytes: u32 },
+    TokenRows {
+        /// Tokens already on the old page: rows to keep.
+        tokens: u32,
+        /// Bytes per token row (`2·head_dim`, fp16).
+        row_bytes: u32,
+    },
     /// Dim page `[rows][stride]` fp16: the first `tokens` entries of each
     /// of the `rows` dim rows (row `j` starts at element `j·stride`).
-    DimRows { rows: u32, stride: u32, tokens: u32 },
+    DimRows {
+        /// Dim rows in the page (`m`, the stream's dim group).
+        rows: u32,
+        /// fp16 elements from one row's start to the next (`N`, tokens per
+        /// dim page).
+        stride: u32,
+        /// Tokens already on the old page: entries to keep in each row.
+        tokens: u32,
+    },
 }
 
 /// A merge source: read `from`, copy `layout`'s bytes into the new image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Merge {
+    /// The superseded page to read; its block is not erased while a merge
+    /// still refers to it.
     pub from: Ppa,
+    /// Which of its bytes carry over into the new image.
     pub layout: MergeLayout,
 }
 

@@ -28,13 +28,25 @@ pub struct FtlStats {
     pub pages_relocated: u64,
     /// Erase ops queued.
     pub blocks_erased: u64,
+    /// Erased blocks in the free pools of all dies (open blocks and blocks
+    /// whose erase is not yet confirmed excluded).
     pub free_blocks: u64,
+    /// Blocks retired for good: factory bad blocks plus blocks that failed
+    /// a program or erase.
     pub bad_blocks: u64,
+    /// Flash pages holding live data of some open stream.
     pub valid_pages: u64,
+    /// Bytes of device DRAM the group buffers hold now (2 B per element).
     pub dram_used: u64,
+    /// Bytes of device DRAM the group buffers may hold (`FtlConfig::dram_budget`).
     pub dram_budget: u64,
+    /// Most erases of any block that is not bad (wear-levelling spread, with
+    /// `min_erase_count`).
     pub max_erase_count: u32,
+    /// Fewest erases of any block that is not bad.
     pub min_erase_count: u32,
+    /// Flash ops queued and not yet drained.
     pub pending_ops: u64,
+    /// Streams open now.
     pub open_streams: u32,
 }

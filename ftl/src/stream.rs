@@ -11,7 +11,9 @@ pub struct StreamId(pub u32);
 /// Which half of the KV pair.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kind {
+    /// Keys: stored token-indexed and, a second time, dim-indexed.
     K,
+    /// Values: stored token-indexed only.
     V,
 }
 

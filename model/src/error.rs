@@ -14,7 +14,9 @@ pub enum ModelError {
     /// The file could not be read from disk.
     #[error("cannot read {path}: {source}")]
     Io {
+        /// The file that was opened.
         path: PathBuf,
+        /// What the operating system reported.
         #[source]
         source: std::io::Error,
     },
@@ -27,22 +29,35 @@ pub enum ModelError {
     /// The file ends before a field it announces.
     #[error("GGUF truncated: {what} at byte {offset} needs {needed} bytes, only {available} left")]
     Truncated {
+        /// The field being read (e.g. `"metadata value"`, `"data section"`).
         what: &'static str,
+        /// Byte offset in the file where the field starts.
         offset: usize,
+        /// Bytes the field needs, as announced by the file.
         needed: u64,
+        /// Bytes left in the file from `offset` on.
         available: usize,
     },
     /// A header field holds an impossible value.
     #[error("GGUF corrupt at byte {offset}: {reason}")]
-    Corrupt { offset: usize, reason: String },
+    Corrupt {
+        /// Byte offset in the file of the offending field.
+        offset: usize,
+        /// What is wrong with it, in words.
+        reason: String,
+    },
     /// A metadata key the caller needs is absent.
     #[error("metadata key `{0}` is missing")]
     MissingKey(String),
     /// A metadata key holds a value of another type (or out of range).
     #[error("metadata key `{key}`: expected {expected}, found {found}")]
     WrongType {
+        /// The metadata key that was asked for.
         key: String,
+        /// What the caller needed (e.g. `"an integer fitting u32"`).
         expected: &'static str,
+        /// The value actually stored, described by type and, for numbers,
+        /// value (e.g. `"i32 -1"`, `"array of 3 string"`).
         found: String,
     },
     /// A tensor the caller needs is absent.
@@ -52,12 +67,21 @@ pub enum ModelError {
     #[error(
         "tensor `{name}`: unsupported ggml type {ggml_type} (supported: 0 F32, 1 F16, 3 Q4_1, 8 Q8_0)"
     )]
-    UnsupportedTensorType { name: String, ggml_type: u32 },
+    UnsupportedTensorType {
+        /// The tensor's name in the file.
+        name: String,
+        /// Its ggml type id as stored (e.g. 12 for Q4_K).
+        ggml_type: u32,
+    },
     /// A tensor's dimensions do not fit its use.
     #[error("tensor `{name}`: dims {found:?}, expected {expected:?}")]
     TensorShape {
+        /// The tensor's name in the file.
         name: String,
+        /// Dimensions the model config calls for, in GGUF order
+        /// (`ne[0]`, the contiguous row length, first).
         expected: Vec<u64>,
+        /// Dimensions stored in the file, in the same order.
         found: Vec<u64>,
     },
     /// Quantized data whose length does not match its kind and shape.
@@ -71,17 +95,31 @@ pub enum ModelError {
     Tokenizer(String),
     /// A token id outside the vocabulary.
     #[error("token id {id} out of range (vocabulary of {vocab})")]
-    TokenOutOfRange { id: u32, vocab: usize },
+    TokenOutOfRange {
+        /// The token id given.
+        id: u32,
+        /// Number of tokens in the vocabulary; valid ids are `0..vocab`.
+        vocab: usize,
+    },
     /// A position at or beyond the model's context length.
     #[error("position {pos} is beyond the context length {context_len}")]
-    ContextOverflow { pos: usize, context_len: usize },
+    ContextOverflow {
+        /// The zero-based position asked for (for a prompt, its last token's).
+        pos: usize,
+        /// The model's context length in tokens; valid positions are
+        /// `0..context_len`.
+        context_len: usize,
+    },
     /// A caller-supplied argument is unusable (empty prompt, wrong length).
     #[error("invalid input: {0}")]
     Input(String),
     /// The attention implementation (e.g. the storage device) failed.
     #[error("attention failed at layer {layer}: {source}")]
     Attention {
+        /// Zero-based index of the transformer layer whose attention failed.
         layer: usize,
+        /// The error the attention implementation returned, or a description
+        /// of a wrong-sized output.
         #[source]
         source: AttentionFailure,
     },

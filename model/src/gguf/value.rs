@@ -15,18 +15,31 @@ const MAX_NESTING: usize = 8;
 /// The type tag of a metadata value (GGUF's `gguf_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ValueType {
+    /// Unsigned 8-bit integer; tag 0.
     U8,
+    /// Signed 8-bit integer; tag 1.
     I8,
+    /// Unsigned 16-bit little-endian integer; tag 2.
     U16,
+    /// Signed 16-bit little-endian integer; tag 3.
     I16,
+    /// Unsigned 32-bit little-endian integer; tag 4.
     U32,
+    /// Signed 32-bit little-endian integer; tag 5.
     I32,
+    /// IEEE 754 single-precision float; tag 6.
     F32,
+    /// One byte that must be 0 (false) or 1 (true); tag 7.
     Bool,
+    /// UTF-8 text prefixed by its `u64` byte length; tag 8.
     String,
+    /// Element type tag, `u64` count, then the elements; tag 9.
     Array,
+    /// Unsigned 64-bit little-endian integer; tag 10.
     U64,
+    /// Signed 64-bit little-endian integer; tag 11.
     I64,
+    /// IEEE 754 double-precision float; tag 12.
     F64,
 }
 
@@ -106,36 +119,63 @@ impl fmt::Display for ValueType {
 /// One metadata value.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
+    /// An unsigned 8-bit integer.
     U8(u8),
+    /// A signed 8-bit integer.
     I8(i8),
+    /// An unsigned 16-bit integer.
     U16(u16),
+    /// A signed 16-bit integer.
     I16(i16),
+    /// An unsigned 32-bit integer (e.g. `llama.block_count`).
     U32(u32),
+    /// A signed 32-bit integer.
     I32(i32),
+    /// An unsigned 64-bit integer.
     U64(u64),
+    /// A signed 64-bit integer.
     I64(i64),
+    /// A single-precision float (e.g. `llama.attention.layer_norm_rms_epsilon`).
     F32(f32),
+    /// A double-precision float.
     F64(f64),
+    /// A boolean (stored as one byte, 0 or 1).
     Bool(bool),
+    /// A UTF-8 string (e.g. `general.architecture`).
     String(String),
+    /// An array of one element type (e.g. `tokenizer.ggml.tokens`).
     Array(Array),
 }
 
 /// A metadata array; the element type survives even when it is empty.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Array {
+    /// Unsigned 8-bit integers, copied straight from the file bytes.
     U8(Vec<u8>),
+    /// Signed 8-bit integers.
     I8(Vec<i8>),
+    /// Unsigned 16-bit integers.
     U16(Vec<u16>),
+    /// Signed 16-bit integers.
     I16(Vec<i16>),
+    /// Unsigned 32-bit integers.
     U32(Vec<u32>),
+    /// Signed 32-bit integers (e.g. `tokenizer.ggml.token_type`).
     I32(Vec<i32>),
+    /// Unsigned 64-bit integers.
     U64(Vec<u64>),
+    /// Signed 64-bit integers.
     I64(Vec<i64>),
+    /// Single-precision floats (e.g. `tokenizer.ggml.scores`).
     F32(Vec<f32>),
+    /// Double-precision floats.
     F64(Vec<f64>),
+    /// Booleans, each stored as one byte, 0 or 1.
     Bool(Vec<bool>),
+    /// UTF-8 strings (e.g. `tokenizer.ggml.tokens`, `tokenizer.ggml.merges`).
     String(Vec<String>),
+    /// Nested arrays, each with its own element type and length; the reader
+    /// rejects nesting deeper than 8 levels, counting the outermost array.
     Array(Vec<Array>),
 }
 
