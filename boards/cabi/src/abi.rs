@@ -4,7 +4,7 @@
 //!
 //! Plain `#[repr(C)]` data; nothing here dereferences anything (that is
 //! `ffi`). The sizes are checked at compile time here and by the
-//! header's `_Static_assert`s, and `tests/header.rs` checks that the two
+//! header's `_Static_assert`s, and `tests/it/header.rs` checks that the two
 //! agree.
 
 use core::ffi::{c_char, c_int, c_void};
