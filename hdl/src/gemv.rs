@@ -19,13 +19,15 @@
 //!    from zero of `s / 2^(11−e)`), `sh = 0` for `e ≤ 10` (subnormals use
 //!    `e = 1` without the hidden bit); ±Inf is `2047 · 2^19` = 65504·2^14;
 //!    NaN, −0 and masked lanes give `m = 0`.
-//! 2. *Multiply*: `|q| · m` from two 16×16 partial products (`|q|` ≤ 2^31
-//!    in two 16-bit halves, `m` in 16 bits). rust-hdl 0.46 implements `*`
-//!    only for `Bits<16> × Bits<16> → Bits<32>` (and `Signed<16>`); there is
-//!    no wide multiply, so every product here is built from 16×16 partial
-//!    products, which yosys maps to one DSP48 each.
-//! 3. *Term*: `(p_hi << 16) + p_lo` (< 2^42) shifted left by `sh`, negated
-//!    when `sign(q) ≠ sign(k)`: a 70-bit two's-complement term.
+//! 2. *Multiply* and 3. *Term* ([`FxMul`], shared with
+//!    [`WeightedSum`](crate::WeightedSum)): `|q| · m` from two 16×16
+//!    partial products (`|q|` ≤ 2^31 in two 16-bit halves, `m` in 16
+//!    bits), then `(p_hi << 16) + p_lo` (< 2^42) shifted left by `sh`,
+//!    negated when `sign(q) ≠ sign(k)`: a 70-bit two's-complement term.
+//!    rust-hdl 0.46 implements `*` only for `Bits<16> × Bits<16> →
+//!    Bits<32>` (and `Signed<16>`); there is no wide multiply, so every
+//!    product here is built from 16×16 partial products, which yosys maps
+//!    to one DSP48 each.
 //! 4. *Lane sum*: a binary adder tree over the `L` terms.
 //! 5. *Accumulate*: the 70-bit accumulator restarts at a row's first beat;
 //!    after its last beat it holds the row's dot product.
@@ -73,6 +75,7 @@
 use rust_hdl::prelude::*;
 
 use crate::fx::FxDecode;
+use crate::fx_mul::FxMul;
 
 /// Largest query length.
 pub const D_MAX: usize = 256;
@@ -140,23 +143,16 @@ pub struct GemvUnit<const L: usize> {
     s1_m: [DFF<Bits<16>>; L],
     s1_sh: [DFF<Bits<5>>; L],
     s1_neg: [DFF<Bit>; L],
-    // Stage 2: partial products.
+    // Stages 2–3: the signed terms, by `FxMul`.
+    mul: [FxMul<ACC_BITS>; L],
     s2_valid: DFF<Bit>,
     s2_first: DFF<Bit>,
     s2_last: DFF<Bit>,
     s2_c: DFF<Bits<32>>,
-    s2_lo: [DFF<Bits<32>>; L],
-    s2_hi: [DFF<Bits<32>>; L],
-    s2_sh: [DFF<Bits<5>>; L],
-    s2_neg: [DFF<Bit>; L],
-    t_mag48: [Signal<Local, Bits<48>>; L],
-    t_mag: [Signal<Local, Bits<ACC_BITS>>; L],
-    // Stage 3: signed terms.
     s3_valid: DFF<Bit>,
     s3_first: DFF<Bit>,
     s3_last: DFF<Bit>,
     s3_c: DFF<Bits<32>>,
-    s3_term: [DFF<Bits<ACC_BITS>>; L],
     /// Adder tree in heap order: node i = node 2i + node 2i+1, where nodes
     /// L..2L are the terms; node 0 is the root's copy (the lane sum).
     tree: [Signal<Local, Bits<ACC_BITS>>; L],
@@ -241,21 +237,15 @@ impl<const L: usize> Default for GemvUnit<L> {
             s1_m: std::array::from_fn(|_| Default::default()),
             s1_sh: std::array::from_fn(|_| Default::default()),
             s1_neg: std::array::from_fn(|_| Default::default()),
+            mul: std::array::from_fn(|_| Default::default()),
             s2_valid: Default::default(),
             s2_first: Default::default(),
             s2_last: Default::default(),
             s2_c: Default::default(),
-            s2_lo: std::array::from_fn(|_| Default::default()),
-            s2_hi: std::array::from_fn(|_| Default::default()),
-            s2_sh: std::array::from_fn(|_| Default::default()),
-            s2_neg: std::array::from_fn(|_| Default::default()),
-            t_mag48: std::array::from_fn(|_| Default::default()),
-            t_mag: std::array::from_fn(|_| Default::default()),
             s3_valid: Default::default(),
             s3_first: Default::default(),
             s3_last: Default::default(),
             s3_c: Default::default(),
-            s3_term: std::array::from_fn(|_| Default::default()),
             tree: std::array::from_fn(|_| Default::default()),
             s4_valid: Default::default(),
             s4_first: Default::default(),
@@ -369,16 +359,7 @@ impl<const L: usize> Logic for GemvUnit<L> {
             self.s1_sh[j].d.next = self.s1_sh[j].q.val();
             self.s1_neg[j].clock.next = self.clock.val();
             self.s1_neg[j].d.next = self.s1_neg[j].q.val();
-            self.s2_lo[j].clock.next = self.clock.val();
-            self.s2_lo[j].d.next = self.s2_lo[j].q.val();
-            self.s2_hi[j].clock.next = self.clock.val();
-            self.s2_hi[j].d.next = self.s2_hi[j].q.val();
-            self.s2_sh[j].clock.next = self.clock.val();
-            self.s2_sh[j].d.next = self.s2_sh[j].q.val();
-            self.s2_neg[j].clock.next = self.clock.val();
-            self.s2_neg[j].d.next = self.s2_neg[j].q.val();
-            self.s3_term[j].clock.next = self.clock.val();
-            self.s3_term[j].d.next = self.s3_term[j].q.val();
+            self.mul[j].clock.next = self.clock.val();
         }
         for p in 0..10 {
             self.s7_pp[p].clock.next = self.clock.val();
@@ -470,33 +451,21 @@ impl<const L: usize> Logic for GemvUnit<L> {
             self.s1_neg[j].d.next = self.sel_neg[j].val() ^ self.k_data[j].val().get_bit(15);
         }
 
-        // Stage 2: |q| · m from two 16×16 partial products.
+        // Stages 2–3: the signed 70-bit terms ±|q| · m · 2^sh (`FxMul`).
+        for j in 0..L {
+            self.mul[j].x.next = self.s1_q[j].q.val();
+            self.mul[j].m.next = self.s1_m[j].q.val();
+            self.mul[j].sh.next = self.s1_sh[j].q.val();
+            self.mul[j].neg.next = self.s1_neg[j].q.val();
+        }
         self.s2_valid.d.next = self.s1_valid.q.val();
         self.s2_first.d.next = self.s1_first.q.val();
         self.s2_last.d.next = self.s1_last.q.val();
         self.s2_c.d.next = self.s1_c.q.val();
-        for j in 0..L {
-            self.s2_lo[j].d.next = self.s1_q[j].q.val().get_bits::<16>(0) * self.s1_m[j].q.val();
-            self.s2_hi[j].d.next = self.s1_q[j].q.val().get_bits::<16>(16) * self.s1_m[j].q.val();
-            self.s2_sh[j].d.next = self.s1_sh[j].q.val();
-            self.s2_neg[j].d.next = self.s1_neg[j].q.val();
-        }
-
-        // Stage 3: signed 70-bit terms.
         self.s3_valid.d.next = self.s2_valid.q.val();
         self.s3_first.d.next = self.s2_first.q.val();
         self.s3_last.d.next = self.s2_last.q.val();
         self.s3_c.d.next = self.s2_c.q.val();
-        for j in 0..L {
-            self.t_mag48[j].next = self.s2_lo[j].q.val().to_bits::<48>()
-                + (self.s2_hi[j].q.val().to_bits::<48>() << 16);
-            self.t_mag[j].next =
-                self.t_mag48[j].val().to_bits::<ACC_BITS>() << self.s2_sh[j].q.val();
-            self.s3_term[j].d.next = self.t_mag[j].val();
-            if self.s2_neg[j].q.val() {
-                self.s3_term[j].d.next = !self.t_mag[j].val() + 1;
-            }
-        }
 
         // Stage 4: lane sum (a heap-ordered adder tree; L = 1 has none),
         // written children first so that the generated `always @(*)` reads
@@ -504,7 +473,7 @@ impl<const L: usize> Logic for GemvUnit<L> {
         for lanes in L..(L + 1) {
             for i in (L / 2).max(1)..L {
                 self.tree[i].next =
-                    self.s3_term[2 * i - lanes].q.val() + self.s3_term[2 * i + 1 - lanes].q.val();
+                    self.mul[2 * i - lanes].term.val() + self.mul[2 * i + 1 - lanes].term.val();
             }
             // Internal nodes L/2 − 1 down to 1.
             for k in 0..(L / 2).saturating_sub(1) {
@@ -516,7 +485,7 @@ impl<const L: usize> Logic for GemvUnit<L> {
             self.tree[i].next = self.tree[i + 1].val();
         }
         for i in 0..usize::from(L == 1) {
-            self.tree[i].next = self.s3_term[i].q.val();
+            self.tree[i].next = self.mul[i].term.val();
         }
         self.s4_valid.d.next = self.s3_valid.q.val();
         self.s4_first.d.next = self.s3_first.q.val();

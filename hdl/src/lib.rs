@@ -10,6 +10,7 @@
 //! |----------------------------|-----------------|-----------------------------------------------------------------|------------------------------|
 //! | [`NfcFilter`]              | `nfc_filter.rs` | drops unselected rows / row tails of a page as it streams past  | 1 element (16 bit) per clock |
 //! | [`ArgTopK`]                | `argtopk.rs`    | top-k of (u64 key, u32 index); larger key, ties → lower index   | 1 key per clock; n + 2·min(k,n) + 4 clocks from `start` to `done` |
+//! | [`FxMul`]                  | `fx_mul.rs`     | term = ±x·fx(h) in W bits (x u32, fx(h) = ±m·2^sh from `FxDecode`): the multiply stage of `GemvUnit` and `WeightedSum` | 1 term per clock; out 2 clock edges after its inputs |
 //! | [`GemvUnit`]               | `gemv.rs`       | logit = sat_i32((Σ q·fx(k) · c) >> 28) per fp16 key row, q ≤ 256 | 8 lanes (fp16) per clock; ⌈d/8⌉ clocks per row + 9 clocks latency |
 //! | [`Softmax`]                | `softmax.rs`    | Q16 logits → Q0.30 probabilities (n ≤ 8192, logits in BRAM)     | 1 logit per clock in and out; 3n + 51 clocks from `start` to `done` |
 //! | [`WeightedSum`]            | `weighted_sum.rs` | acc_i += p·fx(v_i) per row (d ≤ 256, i64 sums), then `finish` with α, v̄ | 8 lanes (fp16) per clock; ⌈d/8⌉ clocks per row; finish ⌈d/8⌉ clocks + 6 latency, 8 outputs per clock |
@@ -18,7 +19,7 @@
 //! | [`Engine`]                 | `engine.rs`     | top level: `CH` channel filters → per-kernel packers → two kernels (on demand), argtopk, DMA streams, AXI4-Lite registers (map in [`engine`]) | 1 element per clock per channel; a job ≈ K + V page elements + 2S + ⌈d/8⌉ + ~75 clocks |
 //!
 //! [`fx::FxDecode`] (`fx.rs`) is the fp16 → Fx decoder that `GemvUnit`
-//! and `WeightedSum` share.
+//! and `WeightedSum` share, in front of [`FxMul`].
 //!
 //! The Verilog of each block (`cargo xtask hdl gen`, from the `hdl-gen`
 //! binary) is a module named after the block in `target/hdl/<block>.v`; see [`blocks`].
@@ -40,6 +41,7 @@
 pub mod argtopk;
 pub mod engine;
 pub mod fx;
+pub mod fx_mul;
 pub mod gemv;
 pub mod kernel;
 pub mod nfc_filter;
@@ -49,6 +51,7 @@ pub mod weighted_sum;
 
 pub use argtopk::ArgTopK;
 pub use engine::Engine;
+pub use fx_mul::FxMul;
 pub use gemv::GemvUnit;
 pub use kernel::AttentionKernel;
 pub use nfc_filter::NfcFilter;
@@ -56,9 +59,10 @@ pub use softmax::Softmax;
 pub use weighted_sum::WeightedSum;
 
 /// The blocks, by name (the Verilog file stem).
-pub const BLOCKS: [&str; 7] = [
+pub const BLOCKS: [&str; 8] = [
     "nfc_filter",
     "argtopk",
+    "fx_mul",
     "gemv",
     "softmax",
     "weighted_sum",
@@ -96,6 +100,7 @@ fn generate(name: &'static str) -> String {
     match name {
         "nfc_filter" => verilog(NfcFilter::default(), name),
         "argtopk" => verilog(ArgTopK::<{ argtopk::SYNTH_K_MAX }>::default(), name),
+        "fx_mul" => verilog(FxMul::<{ fx_mul::SYNTH_BITS }>::default(), name),
         "gemv" => verilog(GemvUnit::<{ gemv::SYNTH_LANES }>::default(), name),
         "softmax" => verilog(Softmax::<{ softmax::SYNTH_ADDR_BITS }>::default(), name),
         "weighted_sum" => verilog(

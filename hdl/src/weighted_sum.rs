@@ -22,10 +22,11 @@
 //!    [`FxDecode`], the decoder shared with
 //!    [`GemvUnit`](crate::GemvUnit).
 //! 1. Registered: m, sh, sign, p, the beat's kind, v̄ lanes.
-//! 2. `p · m` as two 16×16 partial products (`p` in two 16-bit halves;
-//!    rust-hdl 0.46 multiplies only 16×16 bits).
-//! 3. The term `((p_hi·m << 16) + p_lo·m) << sh`, negated for a negative
-//!    v: 64-bit two's complement.
+//! 2. *Multiply* and 3. *Term* ([`FxMul`], shared with
+//!    [`GemvUnit`](crate::GemvUnit)): `p · m` as two 16×16 partial
+//!    products (`p` in two 16-bit halves; rust-hdl 0.46 multiplies only
+//!    16×16 bits), then the term `((p_hi·m << 16) + p_lo·m) << sh`,
+//!    negated for a negative v: 64-bit two's complement.
 //! 4. *Accumulate* (row beats): lane j reads accumulator `step·L + j`
 //!    through a 256/L-to-1 mux, adds its term and writes it back, all in
 //!    one clock (so rows of one beat, d ≤ L, back to back are fine).
@@ -75,6 +76,7 @@
 use rust_hdl::prelude::*;
 
 use crate::fx::FxDecode;
+use crate::fx_mul::FxMul;
 
 /// Largest head dimension.
 pub const D_MAX: usize = 256;
@@ -139,27 +141,21 @@ pub struct WeightedSum<const L: usize> {
     s1_neg: [DFF<Bit>; L],
     s1_on: [DFF<Bit>; L],
     s1_vm: [DFF<Bits<32>>; L],
-    // Stage 2.
+    // Stages 2–3: the signed terms, by `FxMul`.
+    mul: [FxMul<ACC_BITS>; L],
     s2_row: DFF<Bit>,
     s2_fin: DFF<Bit>,
     s2_clr: DFF<Bit>,
     s2_step: DFF<Bits<8>>,
     s2_alpha: DFF<Bits<32>>,
-    s2_lo: [DFF<Bits<32>>; L],
-    s2_hi: [DFF<Bits<32>>; L],
-    s2_sh: [DFF<Bits<5>>; L],
-    s2_neg: [DFF<Bit>; L],
     s2_on: [DFF<Bit>; L],
     s2_vm: [DFF<Bits<32>>; L],
-    t_mag48: [Signal<Local, Bits<48>>; L],
-    t_mag: [Signal<Local, Bits<ACC_BITS>>; L],
     // Stage 3.
     s3_row: DFF<Bit>,
     s3_fin: DFF<Bit>,
     s3_clr: DFF<Bit>,
     s3_step: DFF<Bits<8>>,
     s3_alpha: DFF<Bits<32>>,
-    s3_term: [DFF<Bits<ACC_BITS>>; L],
     s3_on: [DFF<Bit>; L],
     s3_vm: [DFF<Bits<32>>; L],
     // Stage 4: accumulate / read.
@@ -267,25 +263,19 @@ impl<const L: usize> Default for WeightedSum<L> {
             s1_neg: a(),
             s1_on: a(),
             s1_vm: a(),
+            mul: std::array::from_fn(|_| Default::default()),
             s2_row: Default::default(),
             s2_fin: Default::default(),
             s2_clr: Default::default(),
             s2_step: Default::default(),
             s2_alpha: Default::default(),
-            s2_lo: a(),
-            s2_hi: a(),
-            s2_sh: a(),
-            s2_neg: a(),
             s2_on: a(),
             s2_vm: a(),
-            t_mag48: a(),
-            t_mag: a(),
             s3_row: Default::default(),
             s3_fin: Default::default(),
             s3_clr: Default::default(),
             s3_step: Default::default(),
             s3_alpha: Default::default(),
-            s3_term: a(),
             s3_on: a(),
             s3_vm: a(),
             sel: a(),
@@ -344,20 +334,11 @@ impl<const L: usize> Logic for WeightedSum<L> {
             self.s1_on[j].d.next = self.s1_on[j].q.val();
             self.s1_vm[j].clock.next = self.clock.val();
             self.s1_vm[j].d.next = self.s1_vm[j].q.val();
-            self.s2_lo[j].clock.next = self.clock.val();
-            self.s2_lo[j].d.next = self.s2_lo[j].q.val();
-            self.s2_hi[j].clock.next = self.clock.val();
-            self.s2_hi[j].d.next = self.s2_hi[j].q.val();
-            self.s2_sh[j].clock.next = self.clock.val();
-            self.s2_sh[j].d.next = self.s2_sh[j].q.val();
-            self.s2_neg[j].clock.next = self.clock.val();
-            self.s2_neg[j].d.next = self.s2_neg[j].q.val();
+            self.mul[j].clock.next = self.clock.val();
             self.s2_on[j].clock.next = self.clock.val();
             self.s2_on[j].d.next = self.s2_on[j].q.val();
             self.s2_vm[j].clock.next = self.clock.val();
             self.s2_vm[j].d.next = self.s2_vm[j].q.val();
-            self.s3_term[j].clock.next = self.clock.val();
-            self.s3_term[j].d.next = self.s3_term[j].q.val();
             self.s3_on[j].clock.next = self.clock.val();
             self.s3_on[j].d.next = self.s3_on[j].q.val();
             self.s3_vm[j].clock.next = self.clock.val();
@@ -449,36 +430,28 @@ impl<const L: usize> Logic for WeightedSum<L> {
             self.s1_vm[j].d.next = self.vmean[j].val();
         }
 
-        // Stage 2: p · m from two 16×16 partial products.
+        // Stages 2–3: the signed 64-bit terms ±p · m · 2^sh (`FxMul`).
+        for j in 0..L {
+            self.mul[j].x.next = self.s1_p.q.val();
+            self.mul[j].m.next = self.s1_m[j].q.val();
+            self.mul[j].sh.next = self.s1_sh[j].q.val();
+            self.mul[j].neg.next = self.s1_neg[j].q.val();
+        }
         self.s2_row.d.next = self.s1_row.q.val();
         self.s2_fin.d.next = self.s1_fin.q.val();
         self.s2_clr.d.next = self.s1_clr.q.val();
         self.s2_step.d.next = self.s1_step.q.val();
         self.s2_alpha.d.next = self.s1_alpha.q.val();
         for j in 0..L {
-            self.s2_lo[j].d.next = self.s1_p.q.val().get_bits::<16>(0) * self.s1_m[j].q.val();
-            self.s2_hi[j].d.next = self.s1_p.q.val().get_bits::<16>(16) * self.s1_m[j].q.val();
-            self.s2_sh[j].d.next = self.s1_sh[j].q.val();
-            self.s2_neg[j].d.next = self.s1_neg[j].q.val();
             self.s2_on[j].d.next = self.s1_on[j].q.val();
             self.s2_vm[j].d.next = self.s1_vm[j].q.val();
         }
-
-        // Stage 3: signed 64-bit terms.
         self.s3_row.d.next = self.s2_row.q.val();
         self.s3_fin.d.next = self.s2_fin.q.val();
         self.s3_clr.d.next = self.s2_clr.q.val();
         self.s3_step.d.next = self.s2_step.q.val();
         self.s3_alpha.d.next = self.s2_alpha.q.val();
         for j in 0..L {
-            self.t_mag48[j].next = self.s2_lo[j].q.val().to_bits::<48>()
-                + (self.s2_hi[j].q.val().to_bits::<48>() << 16);
-            self.t_mag[j].next =
-                self.t_mag48[j].val().to_bits::<ACC_BITS>() << self.s2_sh[j].q.val();
-            self.s3_term[j].d.next = self.t_mag[j].val();
-            if self.s2_neg[j].q.val() {
-                self.s3_term[j].d.next = !self.t_mag[j].val() + 1;
-            }
             self.s3_on[j].d.next = self.s2_on[j].q.val();
             self.s3_vm[j].d.next = self.s2_vm[j].q.val();
         }
@@ -503,7 +476,7 @@ impl<const L: usize> Logic for WeightedSum<L> {
             if self.s3_clr.q.val() {
                 self.base[j].next = 0.into();
             }
-            self.sum[j].next = self.base[j].val() + self.s3_term[j].q.val();
+            self.sum[j].next = self.base[j].val() + self.mul[j].term.val();
         }
         for e in 0..D_MAX {
             if self.s3_clr.q.val() {

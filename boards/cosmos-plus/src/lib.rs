@@ -8,8 +8,7 @@
 //! | [`regs`] | the Tiger4 NAND storage controller's register map, established vs ASSUMED |
 //! | [`nsc`] | [`Tiger4Nsc`](nsc::Tiger4Nsc): the NAND controllers as a `board_openssd::flash::Nsc` |
 //! | [`timer`] | the A9 global timer as the board's counter |
-//! | [`board`] | assembling the board (`board_openssd` drivers + these) and its start-up configuration |
-//! | `mmio` | (board target only) the fixed windows; the crate's only `unsafe` |
+//! | [`board`] | [`CosmosPlus`](board::CosmosPlus): the board as a `board_openssd::board::OpenSsd`, which assembles it from the shared drivers and these |
 //!
 //! The firmware image is the `cosmos-plus-firmware` binary (our own ARMv7
 //! startup with an MMU section map, heap, panic console); `cargo xtask
@@ -23,7 +22,7 @@
 //! the engine computes in software until the block design streams NAND
 //! data into it (see `board_openssd::engine`).
 #![no_std]
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 extern crate alloc;
 #[cfg(test)]
@@ -31,8 +30,6 @@ extern crate std;
 
 pub mod board;
 pub mod memory_map;
-#[cfg(all(target_arch = "arm", target_os = "none"))]
-pub mod mmio;
 pub mod nsc;
 pub mod regs;
 pub mod timer;

@@ -4,7 +4,8 @@
 //! DMA engine at the host's PRP address, and the completion goes
 //! back through the completion FIFO by command slot.
 
-use board_cosmos_plus::board::{Hardware, assemble, config};
+use board_cosmos_plus::board::CosmosPlus;
+use board_openssd::board::{Hardware, OpenSsd};
 use board_openssd::clock::Ticks;
 use board_openssd::fake::{NvmeModel, Plain, Recorder, RegisterModel, SharedMem};
 use board_openssd::flash::slots;
@@ -69,8 +70,8 @@ fn identify_is_served_end_to_end() {
         nand_buffers: SharedMem::new(0x1010_0000, slots::window_bytes(64)),
         counter: Counter(0),
     };
-    let mut board = assemble(hw).expect("board");
-    let cfg = config(&mut board);
+    let mut board = CosmosPlus::assemble(hw).expect("board");
+    let cfg = CosmosPlus::config(&mut board);
     let mut device = Device::new(board, cfg).expect("device core");
     assert_eq!(device.poll().expect("poll"), Progress::Served);
     assert_eq!(device.poll().expect("poll"), Progress::Idle);

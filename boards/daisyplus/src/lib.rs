@@ -7,8 +7,8 @@
 //! | [`memory_map`] | DRAM, the PL windows, where the image, heap and DMA windows go; the geometry |
 //! | [`regs`] | the T4 NAND storage controller's register map, established vs ASSUMED |
 //! | [`nsc`] | [`T4Nsc`](nsc::T4Nsc): the NAND controllers as a `board_openssd::flash::Nsc` |
-//! | [`board`] | assembling the board (`board_openssd` drivers + these) and its start-up configuration |
-//! | `mmio` | (board target only) the fixed windows and the A53 counter; the crate's only `unsafe` |
+//! | [`board`] | [`Daisyplus`](board::Daisyplus): the board as a `board_openssd::board::OpenSsd`, which assembles it from the shared drivers and these |
+//! | `timer` | (board target only) the A53 generic timer as the board's counter; the crate's only `unsafe` |
 //!
 //! The firmware image is the `daisyplus-firmware` binary (aarch64-rt entry
 //! at EL3, heap, panic console); `cargo xtask flash --board daisyplus`
@@ -31,7 +31,7 @@ extern crate std;
 
 pub mod board;
 pub mod memory_map;
-#[cfg(all(target_arch = "aarch64", target_os = "none"))]
-pub mod mmio;
 pub mod nsc;
 pub mod regs;
+#[cfg(all(target_arch = "aarch64", target_os = "none"))]
+pub mod timer;

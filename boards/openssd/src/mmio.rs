@@ -6,6 +6,8 @@
 //! to a device window) and [`DmaWindow`] (a DRAM range the PL bus masters
 //! address), on the host the fakes of [`crate::fake`]. Constructing either
 //! board type is `unsafe`: the caller vouches for the address map.
+//! [`take`] and [`console`] open a board's windows ([`Windows`]) as its
+//! [`Hardware`] and its console.
 //!
 //! Ordering: device registers are mapped Device (ARMv8 nGnRE / ARMv7
 //! shareable device) and DMA windows Normal non-cacheable, so the CPU needs
@@ -15,6 +17,11 @@
 #![allow(unsafe_code)]
 
 use core::ptr;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use crate::board::{Hardware, OpenSsd, Windows};
+use crate::region::Region;
+use crate::uart::CadenceUart;
 
 /// A window of 32-bit device registers addressed by byte offset.
 ///
@@ -74,6 +81,18 @@ impl Mmio {
         Self { base, len }
     }
 
+    /// The registers of `r` (the boards identity-map).
+    ///
+    /// # Safety
+    ///
+    /// As [`Mmio::new`].
+    pub const unsafe fn at(r: Region) -> Self {
+        Self {
+            base: r.addr(),
+            len: r.size as usize,
+        }
+    }
+
     /// The window's base address.
     pub const fn base(&self) -> usize {
         self.base
@@ -124,6 +143,19 @@ impl DmaWindow {
     /// `bus` must address the same bytes from the PL side.
     pub const unsafe fn new(cpu: usize, bus: u64, len: usize) -> Self {
         Self { cpu, bus, len }
+    }
+
+    /// The DRAM of `r`, which the PL masters address where the CPU does.
+    ///
+    /// # Safety
+    ///
+    /// As [`DmaWindow::new`], with `bus` = `cpu` = `r.base`.
+    pub const unsafe fn at(r: Region) -> Self {
+        Self {
+            cpu: r.addr(),
+            bus: r.base,
+            len: r.size as usize,
+        }
     }
 
     /// Splits off the first `at` bytes: two disjoint windows.
@@ -193,6 +225,56 @@ impl DmaMemory for DmaWindow {
     }
 }
 
+static TAKEN: AtomicBool = AtomicBool::new(false);
+
+/// Board `B`'s parts at their windows ([`OpenSsd::WINDOWS`]), with the
+/// counter `counter` builds, once (`None` after the first call).
+///
+/// # Safety
+///
+/// The running translation tables must map `B`'s register windows as
+/// device memory and its DMA windows as normal non-cacheable memory, the
+/// PL masters must see DRAM at the CPU's addresses, nothing else may touch
+/// those windows, and the DMA windows must lie outside the image, its
+/// stacks and the heap.
+pub unsafe fn take<B: OpenSsd, T>(
+    counter: impl FnOnce() -> T,
+) -> Option<Hardware<Mmio, DmaWindow, T>> {
+    // One core, interrupts masked: a plain load and store are enough (no
+    // exclusive access, which needs the MMU on for some memory types).
+    if TAKEN.load(Ordering::Acquire) {
+        return None;
+    }
+    TAKEN.store(true, Ordering::Release);
+    let w: Windows = B::WINDOWS;
+    let channels = u64::from(B::GEOMETRY.channels);
+    let counter = counter();
+    // SAFETY: the caller's contract makes each window what `Mmio::new` and
+    // `DmaWindow::new` require, and `TAKEN` makes the returned value the
+    // only owner of each.
+    unsafe {
+        Some(Hardware {
+            nvme: Mmio::at(w.nvme),
+            nsc: (0..channels).map(|c| Mmio::at(w.nsc_of(c))).collect(),
+            engine: Mmio::at(w.engine),
+            host_bounce: DmaWindow::at(w.host_bounce),
+            nand_buffers: DmaWindow::at(w.nand_buffers),
+            counter,
+        })
+    }
+}
+
+/// Board `B`'s console UART.
+///
+/// # Safety
+///
+/// As [`take`], for the UART; at most one console may be live (a panic
+/// handler makes its own after everything else has stopped).
+pub unsafe fn console<B: OpenSsd>() -> CadenceUart<Mmio> {
+    // SAFETY: the caller's contract.
+    CadenceUart::new(unsafe { Mmio::at(B::WINDOWS.uart) })
+}
+
 /// A full-system data synchronisation barrier.
 pub fn barrier() {
     #[cfg(any(target_arch = "arm", target_arch = "aarch64"))]
@@ -227,6 +309,26 @@ mod tests {
         assert_eq!(&out[..3], &[1, 2, 3]);
         assert_eq!(a.read_u32(12), 0xAABB_CCDD);
         assert_eq!(&ram[12..19], &[0xDD, 0xCC, 0xBB, 0xAA, 1, 2, 3]);
+    }
+
+    #[test]
+    fn a_board_is_taken_once_at_its_windows() {
+        use crate::board::tests::Bench;
+        // SAFETY: the windows are only compared, never accessed.
+        let hw = unsafe { take::<Bench, _>(|| 7u8) }.expect("first take");
+        let w = Bench::WINDOWS;
+        assert_eq!(hw.nvme.base(), w.nvme.addr());
+        assert_eq!(hw.engine.base(), w.engine.addr());
+        let nsc: std::vec::Vec<usize> = hw.nsc.iter().map(Mmio::base).collect();
+        assert_eq!(nsc, [0xA000_0000, 0xA001_0000], "one window per channel");
+        assert_eq!(
+            (hw.host_bounce.bus_base(), hw.host_bounce.len()),
+            (w.host_bounce.base, w.host_bounce.size as usize)
+        );
+        assert_eq!(hw.nand_buffers.bus_base(), w.nand_buffers.base);
+        assert_eq!(hw.counter, 7);
+        // SAFETY: as above (and nothing is returned).
+        assert!(unsafe { take::<Bench, _>(|| 8u8) }.is_none(), "only once");
     }
 
     #[test]

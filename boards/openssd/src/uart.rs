@@ -1,12 +1,15 @@
 //! The Cadence UART of both Zynq generations (Zynq-7000 UART0/1 at
 //! 0xE000_0000/0xE000_1000, ZynqMP UART0/1 at 0xFF00_0000/0xFF01_0000;
 //! Xilinx UG585 and UG1085): transmit only, polled. The first-stage boot
-//! loader has set the baud rate; this only enables the transmitter.
+//! loader (or QEMU) has set the baud rate; this only enables the
+//! transmitter. The console of the OpenSSD boards and of the QEMU boards.
 
 use core::fmt;
 
 use crate::mmio::Regs;
 
+/// Bytes of a UART's register window.
+pub const WINDOW: usize = 0x1000;
 /// Control register.
 pub const CR: usize = 0x00;
 /// CR: transmitter enable | receiver enable.
@@ -28,6 +31,12 @@ impl<R: Regs> CadenceUart<R> {
     /// The UART behind `regs`, transmitter enabled.
     pub fn new(mut regs: R) -> Self {
         regs.write32(CR, CR_TX_RX_EN);
+        Self { regs }
+    }
+
+    /// The UART behind `regs` as it is: no register written (it was
+    /// enabled before, by [`CadenceUart::new`] on the same registers).
+    pub fn attach(regs: R) -> Self {
         Self { regs }
     }
 
@@ -91,5 +100,13 @@ mod tests {
             .collect();
         assert_eq!(sent, [u32::from(b'o'), u32::from(b'k'), 13, 10]);
         assert_eq!(u.regs_mut().model.reads, 8, "each byte waited once");
+    }
+
+    #[test]
+    fn attaching_writes_no_register() {
+        let mut u = CadenceUart::attach(Recorder::new(Uart::default()));
+        assert!(u.regs_mut().log.is_empty());
+        u.put(b'x');
+        assert_eq!(u.regs_mut().writes(), [(FIFO, u32::from(b'x'))]);
     }
 }

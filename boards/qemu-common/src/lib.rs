@@ -3,11 +3,10 @@
 //! | module | owns | runs on |
 //! | --- | --- | --- |
 //! | [`cmdline`] | the boot arguments the host passes (`-append`): page size, the link's pipe paths | anywhere (tested on the host) |
-//! | `uart` | the Cadence UART console (both Zynq families have it) | the board |
 //! | `link` | [`board_ram::ByteLink`] over semihosting files (the host's named pipes) | the board |
 //! | `heap` | the global allocator over a DRAM range | the board |
 //! | `logger` | the defmt logger: frames on the second UART | the board |
-//! | `serve` | boot: console banner, connect, run the device core until the host stops it, exit | the board |
+//! | `serve` | boot: console banner (on the Cadence UART of `board_openssd::uart`, which both Zynq families have), connect, run the device core until the host stops it, exit | the board |
 //!
 //! The semihosting link is compiled only for bare-metal targets: a
 //! semihosting trap faults on a board without a debugger, so only the QEMU
@@ -25,13 +24,9 @@ mod link;
 mod logger;
 #[cfg(target_os = "none")]
 mod serve;
-#[cfg(target_os = "none")]
-mod uart;
 
 #[cfg(target_os = "none")]
 pub use serve::{Board, serve};
-#[cfg(target_os = "none")]
-pub use uart::CadenceUart;
 
 /// Exits QEMU with `code` (semihosting), for a board's fault handlers.
 #[cfg(target_os = "none")]

@@ -8,7 +8,8 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 
 use critical_section::Mutex;
 
-use crate::uart::CadenceUart;
+use board_openssd::mmio::Mmio;
+use board_openssd::uart::{CadenceUart, WINDOW};
 
 /// MMIO base of the log UART; 0 until [`init`] (frames are dropped).
 static BASE: AtomicUsize = AtomicUsize::new(0);
@@ -23,7 +24,7 @@ static ENCODER: Mutex<RefCell<defmt::Encoder>> = Mutex::new(RefCell::new(defmt::
 #[allow(unsafe_code)] // MMIO: the UART registers at `base`
 pub(crate) unsafe fn init(base: usize) {
     // SAFETY: the caller's contract; this enables the UART once.
-    let _ = unsafe { CadenceUart::new(base) };
+    let _ = CadenceUart::new(unsafe { Mmio::new(base, WINDOW) });
     BASE.store(base, Ordering::Release);
 }
 
@@ -35,7 +36,7 @@ fn put(bytes: &[u8]) {
     // SAFETY: `init`'s contract made `base` a UART only the logger drives;
     // `attach` does not reset it.
     #[allow(unsafe_code)]
-    let mut u = unsafe { CadenceUart::attach(base) };
+    let mut u = CadenceUart::attach(unsafe { Mmio::new(base, WINDOW) });
     for &b in bytes {
         u.put(b);
     }

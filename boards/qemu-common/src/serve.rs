@@ -5,6 +5,8 @@
 use core::ffi::CStr;
 use core::fmt::Write;
 
+use board_openssd::mmio::Mmio;
+use board_openssd::uart::{CadenceUart, WINDOW as UART_WINDOW};
 use board_ram::{LinkBoard, LinkHost, RamNand, device_config};
 use firmware::Device;
 use firmware::hal::{Clock, SoftEngine};
@@ -14,7 +16,6 @@ use semihosting::process::exit;
 
 use crate::cmdline::{BootArgs, SelfTest};
 use crate::link::SemiLink;
-use crate::uart::CadenceUart;
 
 /// Exit status: bad boot arguments.
 const EXIT_ARGS: i32 = 2;
@@ -51,7 +52,7 @@ pub fn serve<C: Clock>(board: &Board, clock: C) -> ! {
     // SAFETY: the board's console UART, mapped as device memory; only
     // this function drives it.
     #[allow(unsafe_code)]
-    let mut uart = unsafe { CadenceUart::new(board.uart_base) };
+    let mut uart = CadenceUart::new(unsafe { Mmio::new(board.uart_base, UART_WINDOW) });
     // SAFETY: the board's second UART, mapped as device memory, used only
     // by the logger.
     #[allow(unsafe_code)]
@@ -156,7 +157,7 @@ pub fn serve<C: Clock>(board: &Board, clock: C) -> ! {
     }
 }
 
-fn fail(uart: &mut CadenceUart, code: i32, what: &str) -> ! {
+fn fail(uart: &mut CadenceUart<Mmio>, code: i32, what: &str) -> ! {
     let _ = writeln!(uart, "{what}");
     exit(code)
 }

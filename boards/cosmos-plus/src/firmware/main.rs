@@ -2,7 +2,7 @@
 //! the Zynq-7000 FSBL loads it into DDR and jumps to `_start` on CPU 0;
 //! [`rt`] sets up the stack, the MMU and caches, and the heap, then the
 //! board is assembled from its fixed windows and the device core serves
-//! NVMe commands forever.
+//! NVMe commands forever (`board_openssd::serve::run`).
 //!
 //! On a host build this is a stub that says where the firmware runs.
 #![cfg_attr(target_os = "none", no_std, no_main)]
@@ -10,25 +10,6 @@
 
 #[cfg(all(target_arch = "arm", target_os = "none"))]
 mod rt;
-
-#[cfg(all(target_arch = "arm", target_os = "none"))]
-fn run(hw: rt::BoardHardware, console: &mut impl core::fmt::Write) -> ! {
-    use board_cosmos_plus::board::{assemble, config};
-    let mut board = match assemble(hw) {
-        Ok(b) => b,
-        Err(e) => {
-            let _ = writeln!(console, "instcsd: board bring-up failed: {e:?}");
-            board_openssd::serve::park()
-        }
-    };
-    let _ = writeln!(
-        console,
-        "instcsd: cosmos-plus, engine: {:?}",
-        board.engine.fallback()
-    );
-    let config = config(&mut board);
-    board_openssd::serve::serve(board, config, console)
-}
 
 #[cfg(not(target_os = "none"))]
 fn main() {

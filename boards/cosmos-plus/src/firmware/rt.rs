@@ -21,14 +21,11 @@
 
 use core::arch::{asm, global_asm};
 
+use board_cosmos_plus::board::CosmosPlus;
 use board_cosmos_plus::memory_map as map;
-use board_cosmos_plus::mmio;
 use board_cosmos_plus::timer::GlobalTimer;
-use board_openssd::mmio::{DmaWindow, Mmio};
+use board_openssd::mmio::{self, Mmio};
 use embedded_alloc::LlffHeap;
-
-/// The board's parts as the hardware provides them.
-pub type BoardHardware = board_cosmos_plus::board::Hardware<Mmio, DmaWindow, GlobalTimer<Mmio>>;
 
 global_asm!(
     ".section .text.boot, \"ax\"",
@@ -185,13 +182,22 @@ extern "C" fn start() -> ! {
     unsafe { HEAP.init(map::HEAP.addr(), map::HEAP.size as usize) };
     // SAFETY: the UART is in the device range of the section map; this is
     // the only console until a panic.
-    let mut console = unsafe { mmio::console() };
+    let mut console = unsafe { mmio::console::<CosmosPlus>() };
+    let timer = || {
+        // SAFETY: the global timer is in the device range of the section
+        // map, and only this counter drives it (`take` calls this once).
+        let regs = unsafe { Mmio::at(map::GLOBAL_TIMER) };
+        GlobalTimer::new(regs, map::GLOBAL_TIMER_HZ)
+    };
     // SAFETY: the section map makes the PL windows device memory and the
-    // DMA regions non-cacheable; `take` hands each out once.
-    let Some(hw) = (unsafe { mmio::take() }) else {
+    // DMA regions non-cacheable, outside the image and the heap
+    // (memory_map's tests), and the PL masters see DDR at the CPU's
+    // addresses (HP ports at 0, `OpenSSD2_bd.tcl`); `take` hands each out
+    // once.
+    let Some(hw) = (unsafe { mmio::take::<CosmosPlus, _>(timer) }) else {
         board_openssd::serve::park()
     };
-    crate::run(hw, &mut console)
+    board_openssd::serve::run::<CosmosPlus, _, _, _, _>(hw, &mut console)
 }
 
 #[panic_handler]
@@ -199,7 +205,7 @@ fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
     use core::fmt::Write;
     // SAFETY: nothing else runs after a panic, so this console is the only
     // user of the UART from here on.
-    let mut console = unsafe { mmio::console() };
+    let mut console = unsafe { mmio::console::<CosmosPlus>() };
     let _ = writeln!(console, "instcsd: panic: {info}");
     board_openssd::serve::park()
 }

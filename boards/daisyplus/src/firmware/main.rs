@@ -2,7 +2,7 @@
 //! none`): the ZynqMP FSBL loads it into DDR and starts it on A53 core 0
 //! at EL3; [`rt`] sets up the MMU, caches, stack and heap, then the board
 //! is assembled from its fixed windows and the device core serves NVMe
-//! commands forever.
+//! commands forever (`board_openssd::serve::run`).
 //!
 //! On a host build this is a stub that says where the firmware runs.
 #![cfg_attr(target_os = "none", no_std, no_main)]
@@ -10,25 +10,6 @@
 
 #[cfg(all(target_arch = "aarch64", target_os = "none"))]
 mod rt;
-
-#[cfg(all(target_arch = "aarch64", target_os = "none"))]
-fn run(hw: rt::BoardHardware, console: &mut impl core::fmt::Write) -> ! {
-    use board_daisyplus::board::{assemble, config};
-    let mut board = match assemble(hw) {
-        Ok(b) => b,
-        Err(e) => {
-            let _ = writeln!(console, "instcsd: board bring-up failed: {e:?}");
-            board_openssd::serve::park()
-        }
-    };
-    let _ = writeln!(
-        console,
-        "instcsd: daisyplus, engine: {:?}",
-        board.engine.fallback()
-    );
-    let config = config(&mut board);
-    board_openssd::serve::serve(board, config, console)
-}
 
 #[cfg(not(target_os = "none"))]
 fn main() {

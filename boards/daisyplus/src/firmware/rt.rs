@@ -15,13 +15,11 @@
 use aarch64_rt::{
     ExceptionHandlers, InitialPagetable, entry, exception_handlers, initial_pagetable,
 };
+use board_daisyplus::board::Daisyplus;
 use board_daisyplus::memory_map as map;
-use board_daisyplus::mmio::{self, GenericTimer};
-use board_openssd::mmio::{DmaWindow, Mmio};
+use board_daisyplus::timer::GenericTimer;
+use board_openssd::mmio;
 use embedded_alloc::LlffHeap;
-
-/// The board's parts as the hardware provides them.
-pub type BoardHardware = board_daisyplus::board::Hardware<Mmio, DmaWindow, GenericTimer>;
 
 /// Block descriptor bits (stage 1, 4 KiB granule, level 1).
 const BLOCK: u64 = 0b01;
@@ -84,13 +82,15 @@ fn boot(_x0: u64, _x1: u64, _x2: u64, _x3: u64) -> ! {
     unsafe { HEAP.init(map::HEAP.addr(), map::HEAP.size as usize) };
     // SAFETY: the page table above maps the UART's gigabyte as device
     // memory; this is the only console until a panic.
-    let mut console = unsafe { mmio::console() };
+    let mut console = unsafe { mmio::console::<Daisyplus>() };
     // SAFETY: the page table maps the PL windows as device memory and the
-    // DMA regions non-cacheable; `take` hands each out once.
-    let Some(hw) = (unsafe { mmio::take() }) else {
+    // DMA regions non-cacheable (identity map: the PL masters see DRAM at
+    // the CPU's addresses, `sys_top.bda`), outside the image and the heap
+    // (memory_map's tests); `take` hands each out once.
+    let Some(hw) = (unsafe { mmio::take::<Daisyplus, _>(GenericTimer::new) }) else {
         board_openssd::serve::park()
     };
-    crate::run(hw, &mut console)
+    board_openssd::serve::run::<Daisyplus, _, _, _, _>(hw, &mut console)
 }
 
 #[panic_handler]
@@ -98,7 +98,7 @@ fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
     use core::fmt::Write;
     // SAFETY: nothing else runs after a panic, so this console is the only
     // user of the UART from here on.
-    let mut console = unsafe { mmio::console() };
+    let mut console = unsafe { mmio::console::<Daisyplus>() };
     let _ = writeln!(console, "instcsd: panic: {info}");
     board_openssd::serve::park()
 }

@@ -1,10 +1,17 @@
-//! The start-up configuration the OpenSSD boards share. (The board itself
-//! is a [`firmware::hal::Parts`] of this crate's drivers.)
+//! The start-up configuration the OpenSSD boards share, and a board's own
+//! from its [`OpenSsd`] description and its engine.
 
 use alloc::vec::Vec;
 
 use firmware::{DeviceConfig, EngineInfo, Identity};
 use ftl::Geometry;
+
+use super::{Board, OpenSsd};
+use crate::mmio::Regs;
+
+/// Engine lanes advertised when no engine answers its probe: the
+/// synthesized engine's 2 kernels × 8 lanes.
+pub const SYNTH_LANES: u32 = 16;
 
 /// The PCI vendor id the boards report (the value the other boards of
 /// this project use).
@@ -44,4 +51,23 @@ pub fn device_config(
         },
         engine,
     }
+}
+
+/// [`OpenSsd::config`].
+pub(super) fn config<B: OpenSsd, R: Regs, M, T>(board: &mut Board<B, R, M, T>) -> DeviceConfig {
+    let lanes = board
+        .engine
+        .hardware()
+        .map(|hw| hw.config().kernels * hw.config().lanes)
+        .unwrap_or(SYNTH_LANES);
+    device_config(
+        B::GEOMETRY,
+        B::DRAM_BUDGET,
+        B::SERIAL,
+        B::MODEL,
+        EngineInfo {
+            clock_khz: B::ENGINE_CLOCK_KHZ,
+            lanes: lanes as u16,
+        },
+    )
 }
