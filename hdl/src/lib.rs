@@ -29,6 +29,7 @@
 //! | [`nfc_filter`] | [`NfcFilter`]: the row filter in every NAND flash controller |
 //! | [`argtopk`] | [`ArgTopK`]: streaming top-k of (key, index) pairs |
 //! | [`fx`] | [`fx::FxDecode`]: the fp16 → Fx decoder of the blocks that take fp16 values |
+//! | [`fx_mul`] | [`FxMul`]: the multiply stage (x · fx(h)) shared by the GeMV lanes and the weighted sum |
 //! | [`gemv`] | [`GemvUnit`]: the GeMV lanes of the attention kernel |
 //! | [`softmax`] | [`Softmax`]: the softmax unit of the attention kernel |
 //! | [`weighted_sum`] | [`WeightedSum`]: the value side of an attention kernel for one query head |

@@ -1,6 +1,7 @@
 //! [`GenericTimer`]: the Cortex-A53 generic timer as the board's counter;
 //! this crate's only `unsafe`. Built for the board only
 //! (`aarch64-unknown-none`).
+// The generic timer's counter is read with an `mrs` instruction.
 #![allow(unsafe_code)]
 
 use board_openssd::clock::Ticks;

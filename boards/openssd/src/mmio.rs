@@ -14,6 +14,7 @@
 //! a data synchronisation barrier between filling a buffer and ringing the
 //! engine that reads it, and between seeing an engine finish and reading
 //! what it wrote. [`DmaWindow`] issues it on every access.
+// Volatile access to the board's register and DMA windows.
 #![allow(unsafe_code)]
 
 use core::ptr;

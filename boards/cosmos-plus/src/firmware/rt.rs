@@ -17,6 +17,7 @@
 //! ASSUMED: the FSBL left the L1 data cache clean (its hand-off flushes
 //! it) and the L2 (PL310) disabled; we invalidate L1 before enabling it
 //! and leave L2 off.
+// Start-up: vector table, stacks, caches and MMU in inline assembly.
 #![allow(unsafe_code)]
 
 use core::arch::{asm, global_asm};

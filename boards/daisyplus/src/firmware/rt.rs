@@ -10,6 +10,7 @@
 //! | 1 | DDR: DMA windows | normal, non-cacheable (the PL masters are not coherent) |
 //! | 2 | PL: HPM0_LPD, HPM0_FPD, HPM1_FPD | device nGnRE, execute-never |
 //! | 3 | QSPI, PCIe low, PS peripherals | device nGnRE, execute-never |
+// Start-up: the translation table and system registers at EL3.
 #![allow(unsafe_code)]
 
 use aarch64_rt::{
