@@ -54,8 +54,7 @@ impl OpenSsd for CosmosPlus {
 #[cfg(test)]
 mod tests {
     use board_openssd::board::{BringUpError, Hardware};
-    use board_openssd::clock::Ticks;
-    use board_openssd::fake::{Plain, Recorder, SharedMem};
+    use board_openssd::fake::{Plain, Recorder, SharedMem, StepCounter, plain_hardware};
     use board_openssd::flash::slots;
     use firmware::hal::{Clock, Nand};
 
@@ -63,28 +62,14 @@ mod tests {
     use crate::memory_map::GEOMETRY;
     use crate::regs::{cmd, off};
 
-    struct Counter(u64);
-    impl Ticks for Counter {
-        fn ticks(&mut self) -> u64 {
-            self.0 += 333_333_343;
-            self.0
-        }
-        fn hz(&self) -> u64 {
-            333_333_343
-        }
-    }
-
-    fn hardware(channels: usize) -> Hardware<Recorder<Plain>, SharedMem, Counter> {
-        Hardware {
-            nvme: Recorder::new(Plain::default()),
-            nsc: (0..channels)
-                .map(|_| Recorder::new(Plain::default()))
-                .collect(),
-            engine: Recorder::new(Plain::default()),
-            host_bounce: SharedMem::new(0x1000_0000, 0x1_0000),
-            nand_buffers: SharedMem::new(0x1010_0000, slots::window_bytes(64)),
-            counter: Counter(0),
-        }
+    /// One second of the 333 MHz global timer per read.
+    fn hardware(channels: usize) -> Hardware<Recorder<Plain>, SharedMem, StepCounter> {
+        plain_hardware(
+            channels,
+            0x1000_0000,
+            64,
+            StepCounter::new(333_333_343, 333_333_343),
+        )
     }
 
     #[test]

@@ -52,36 +52,20 @@ impl OpenSsd for Daisyplus {
 #[cfg(test)]
 mod tests {
     use board_openssd::board::{BringUpError, Hardware};
-    use board_openssd::clock::Ticks;
-    use board_openssd::fake::{Plain, Recorder, SharedMem};
-    use board_openssd::flash::slots;
+    use board_openssd::fake::{Plain, Recorder, SharedMem, StepCounter, plain_hardware};
     use firmware::hal::{Clock, Nand};
 
     use super::*;
     use crate::memory_map::GEOMETRY;
 
-    struct Counter(u64);
-    impl Ticks for Counter {
-        fn ticks(&mut self) -> u64 {
-            self.0 += 33_333;
-            self.0
-        }
-        fn hz(&self) -> u64 {
-            33_333_000
-        }
-    }
-
-    fn hardware(channels: usize) -> Hardware<Recorder<Plain>, SharedMem, Counter> {
-        Hardware {
-            nvme: Recorder::new(Plain::default()),
-            nsc: (0..channels)
-                .map(|_| Recorder::new(Plain::default()))
-                .collect(),
-            engine: Recorder::new(Plain::default()),
-            host_bounce: SharedMem::new(0x4000_0000, 0x1_0000),
-            nand_buffers: SharedMem::new(0x4010_0000, slots::window_bytes(8)),
-            counter: Counter(0),
-        }
+    /// 1 ms of the 33.333 MHz counter per read.
+    fn hardware(channels: usize) -> Hardware<Recorder<Plain>, SharedMem, StepCounter> {
+        plain_hardware(
+            channels,
+            0x4000_0000,
+            8,
+            StepCounter::new(33_333, 33_333_000),
+        )
     }
 
     #[test]

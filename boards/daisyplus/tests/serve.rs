@@ -6,8 +6,7 @@
 
 use board_daisyplus::board::Daisyplus;
 use board_openssd::board::{Hardware, OpenSsd};
-use board_openssd::clock::Ticks;
-use board_openssd::fake::{NvmeModel, Plain, Recorder, RegisterModel, SharedMem};
+use board_openssd::fake::{NvmeModel, Plain, Recorder, RegisterModel, SharedMem, StepCounter};
 use board_openssd::flash::slots;
 use board_openssd::nvme::regs::DAISYPLUS;
 use firmware::{Device, Progress};
@@ -40,17 +39,6 @@ impl RegisterModel for Model {
     }
 }
 
-struct Counter(u64);
-impl Ticks for Counter {
-    fn ticks(&mut self) -> u64 {
-        self.0 += 1;
-        self.0
-    }
-    fn hz(&self) -> u64 {
-        33_333_000
-    }
-}
-
 #[test]
 fn identify_is_served_end_to_end() {
     let bounce = SharedMem::new(0x4000_0000, 0x1_0000);
@@ -68,7 +56,7 @@ fn identify_is_served_end_to_end() {
         engine: plain(),
         host_bounce: bounce,
         nand_buffers: SharedMem::new(0x4010_0000, slots::window_bytes(8)),
-        counter: Counter(0),
+        counter: StepCounter::new(1, 33_333_000),
     };
     let mut board = Daisyplus::assemble(hw).expect("board");
     let cfg = Daisyplus::config(&mut board);

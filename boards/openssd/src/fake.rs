@@ -16,6 +16,9 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::cell::RefCell;
 
+use crate::board::Hardware;
+use crate::clock::Ticks;
+use crate::flash::slots;
 use crate::mmio::{DmaMemory, Regs};
 use crate::nvme::regs::{DmaCounts, FetchedCmd, HostLayout, off};
 
@@ -330,6 +333,54 @@ impl RegisterModel for NvmeModel {
                 self.other.insert(o, value);
             }
         }
+    }
+}
+
+/// A counter that advances `step` ticks of a `hz` clock at every read,
+/// so a test knows what each clock read returns.
+#[derive(Clone, Copy, Debug)]
+pub struct StepCounter {
+    now: u64,
+    step: u64,
+    hz: u64,
+}
+
+impl StepCounter {
+    /// A counter at 0 that moves `step` ticks of a `hz` clock per read.
+    pub fn new(step: u64, hz: u64) -> Self {
+        Self { now: 0, step, hz }
+    }
+}
+
+impl Ticks for StepCounter {
+    fn ticks(&mut self) -> u64 {
+        self.now += self.step;
+        self.now
+    }
+    fn hz(&self) -> u64 {
+        self.hz
+    }
+}
+
+/// A board's hardware as plain recorded registers (the NVMe controller,
+/// `channels` NAND controllers, the engine), the NVMe bounce buffer at
+/// `base` (64 KiB) and `buffer_slots` NAND page-buffer slots 1 MiB above
+/// it, with `counter` as the free-running counter.
+pub fn plain_hardware<T>(
+    channels: usize,
+    base: u64,
+    buffer_slots: usize,
+    counter: T,
+) -> Hardware<Recorder<Plain>, SharedMem, T> {
+    Hardware {
+        nvme: Recorder::new(Plain::default()),
+        nsc: (0..channels)
+            .map(|_| Recorder::new(Plain::default()))
+            .collect(),
+        engine: Recorder::new(Plain::default()),
+        host_bounce: SharedMem::new(base, 0x1_0000),
+        nand_buffers: SharedMem::new(base + 0x10_0000, slots::window_bytes(buffer_slots)),
+        counter,
     }
 }
 

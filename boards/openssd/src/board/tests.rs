@@ -8,7 +8,7 @@ use firmware::hal::{Clock, Nand};
 use ftl::{Geometry, Ppa};
 
 use super::*;
-use crate::fake::{Plain, Recorder, SharedMem};
+use crate::fake::{Plain, Recorder, SharedMem, StepCounter, plain_hardware};
 use crate::flash::{NscCmd, slots};
 use crate::nvme::regs::DAISYPLUS;
 
@@ -64,28 +64,8 @@ impl OpenSsd for Bench {
 }
 
 /// One tick = one millisecond.
-struct Counter(u64);
-impl Ticks for Counter {
-    fn ticks(&mut self) -> u64 {
-        self.0 += 1;
-        self.0
-    }
-    fn hz(&self) -> u64 {
-        1000
-    }
-}
-
-fn hardware(channels: usize) -> Hardware<Recorder<Plain>, SharedMem, Counter> {
-    Hardware {
-        nvme: Recorder::new(Plain::default()),
-        nsc: (0..channels)
-            .map(|_| Recorder::new(Plain::default()))
-            .collect(),
-        engine: Recorder::new(Plain::default()),
-        host_bounce: SharedMem::new(0x4000_0000, 0x1_0000),
-        nand_buffers: SharedMem::new(0x4010_0000, slots::window_bytes(4)),
-        counter: Counter(0),
-    }
+fn hardware(channels: usize) -> Hardware<Recorder<Plain>, SharedMem, StepCounter> {
+    plain_hardware(channels, 0x4000_0000, 4, StepCounter::new(1, 1000))
 }
 
 #[test]
