@@ -14,8 +14,8 @@ mod serve;
 mod ssd;
 
 use clap::{Parser, Subcommand};
+use instinfer::RunError;
 use instinfer::device::DeviceSpec;
-use instinfer::run::RunError;
 
 /// InstInfer host: decode attention inside a computational SSD (simulated by default).
 #[derive(Debug, Parser)]

@@ -36,8 +36,7 @@ pub mod ssd;
 
 use host_driver::csd::CsdError;
 
-pub use crate::error::RunError;
-pub(crate) use crate::error::input;
+use crate::error::{RunError, input};
 
 /// A SEQ_OPEN refusal is about the user's shape (too many heads, a head
 /// dimension the page layout cannot filter, ...): bad input, not a device

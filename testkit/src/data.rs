@@ -5,13 +5,13 @@
 use std::path::PathBuf;
 
 /// The repository's root (this crate sits one folder below it).
-pub fn repo_root() -> PathBuf {
+fn repo_root() -> PathBuf {
     let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     here.parent().map(PathBuf::from).unwrap_or(here)
 }
 
 /// `data/corpora/<name>` in the repository.
-pub fn corpus_path(name: &str) -> PathBuf {
+fn corpus_path(name: &str) -> PathBuf {
     repo_root().join("data").join("corpora").join(name)
 }
 
@@ -22,15 +22,6 @@ pub fn corpus_path(name: &str) -> PathBuf {
 /// so its absence is a broken checkout, not a reason to skip.
 pub fn wiki_text() -> String {
     read("wiki.test.raw")
-}
-
-/// Pride and Prejudice, Project Gutenberg #1342
-/// (`data/corpora/pg1342_pride_and_prejudice.txt`).
-///
-/// # Panics
-/// As [`wiki_text`].
-pub fn pride_and_prejudice() -> String {
-    read("pg1342_pride_and_prejudice.txt")
 }
 
 fn read(name: &str) -> String {
@@ -50,6 +41,6 @@ mod tests {
     #[test]
     fn the_corpora_are_in_the_repository() {
         assert!(wiki_text().starts_with(" = Robert Boulter = \r\n"));
-        assert!(pride_and_prejudice().contains("Elizabeth"));
+        assert!(read("pg1342_pride_and_prejudice.txt").contains("Elizabeth"));
     }
 }

@@ -14,7 +14,7 @@ pub fn require(present: bool, tool: &str, what: &str) -> bool {
 }
 
 /// Whether this run is CI's (`CI=true`, as CI services and `.ci/run` set).
-pub fn in_ci() -> bool {
+fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
 }
 

@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
+use instinfer::RunError;
 use instinfer::device::DeviceSpec;
-use instinfer::run::RunError;
 use instinfer::run::attend::{AttendFiles, DeviceChoice, MethodChoice, SparseChoice, attend_files};
 
 /// Attention method.

@@ -1,6 +1,6 @@
 //! `instinfer bench attend`: host dense vs in-storage dense vs SparF.
 
-use instinfer::run::RunError;
+use instinfer::RunError;
 use instinfer::run::bench::{BenchParams, run_bench};
 
 /// Benchmarks.

@@ -1,7 +1,7 @@
 //! `instinfer demo`: the synthetic decode loop; prints a table per method.
 
+use instinfer::RunError;
 use instinfer::device::DeviceSpec;
-use instinfer::run::RunError;
 use instinfer::run::demo::{DemoParams, run_demo};
 
 /// Arguments of `demo`.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use host_driver::policy::{Compression, Selection};
 use indicatif::{ProgressBar, ProgressStyle};
-use instinfer::run::RunError;
+use instinfer::RunError;
 use instinfer::run::eval::{EvalBackend, EvalParams, csv, evaluate};
 use instinfer::run::plot::plot;
 use instinfer::run::ssd::kv_name;

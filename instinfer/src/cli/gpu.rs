@@ -1,7 +1,7 @@
 //! `instinfer gpu`: the GPU, its dma-buf export, and which peer-to-peer
 //! paths to an NVMe device this machine's kernel and driver accept.
 
-use instinfer::run::RunError;
+use instinfer::RunError;
 
 /// Arguments of `gpu`.
 #[derive(Debug, clap::Args)]

@@ -4,7 +4,7 @@
 use clap::Args;
 
 use host_driver::policy::GuardSetting;
-use instinfer::run::RunError;
+use instinfer::RunError;
 
 /// The guardrail's command-line knobs.
 #[derive(Args, Debug, Clone)]

@@ -1,8 +1,8 @@
 //! `instinfer identify`: the capability block, human readable or JSON.
 
 use host_driver::csd::{CsdError, DeviceInfo, Drive, probe};
+use instinfer::RunError;
 use instinfer::device::DeviceSpec;
-use instinfer::run::RunError;
 use serde_json::json;
 
 /// Arguments of `identify`.

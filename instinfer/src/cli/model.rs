@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use instinfer::run::RunError;
+use instinfer::RunError;
 use model::Model;
 use model::fetch::{self, SMOLLM2_135M};
 

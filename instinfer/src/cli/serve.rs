@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 
-use instinfer::run::RunError;
+use instinfer::RunError;
 use nvme_tcp::target::TargetError;
 use nvme_tcp::{Target, TargetConfig};
 

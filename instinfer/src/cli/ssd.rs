@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use instinfer::run::RunError;
+use instinfer::RunError;
 use solid_attention::setup::{parse_budget, parse_prefetch};
 use solid_attention::{Budget, KvLocation, Prefetch, SsdSetup};
 

@@ -105,7 +105,7 @@ fn in_process_replay_matches_the_simulated_board() {
 #[test]
 fn the_c_harness_matches_the_simulated_board() {
     if !testkit::require(
-        crate::support::cbuild::gcc_available(),
+        testkit::tool::runs("gcc", "--version"),
         "gcc",
         "the C harness against the simulated board",
     ) {

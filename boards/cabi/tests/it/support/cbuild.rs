@@ -29,14 +29,6 @@ pub fn out_dir() -> PathBuf {
     dir
 }
 
-/// Whether `gcc` runs.
-pub fn gcc_available() -> bool {
-    Command::new("gcc")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 /// Builds `libinstcsd_cabi.a` for the host (dev profile) and returns it.
 pub fn staticlib() -> Result<PathBuf, String> {
     let dir = out_dir();
