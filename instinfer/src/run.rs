@@ -12,7 +12,7 @@
 //! | [`generate`] | `instinfer run`: text generation with attention in the drive |
 //! | [`plot`] | the evaluation's perplexity-vs-compression chart |
 //! | [`ssd`] | the SSD KV backend (SolidAttention) for `run`, `eval` and `bench solid` |
-//! | [`sim`] | building arrays of simulated drives and measuring one phase on them |
+//! | [`sim`] | building arrays of simulated drives (or of any device a spec names) |
 //!
 //! Every job reports **wall** time (host clock) and **virtual** time (the
 //! simulator's modelled device time) separately, labelled as such.

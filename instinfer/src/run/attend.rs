@@ -19,7 +19,9 @@ use serde_json::json;
 use crate::npy::{NpyArray, NpyData, NpyError};
 use host_driver::array::ArrayDecode;
 
-use super::sim::{Phase, PhaseCounters, device_array};
+use host_driver::measure::{Phase, PhaseCounters};
+
+use super::sim::device_array;
 use super::{RunError, check_caps, input, open_error};
 use crate::device::DeviceSpec;
 

@@ -23,7 +23,9 @@ use host_driver::array::ArrayDecode;
 use host_driver::backend::to_f16_bits;
 
 use super::attend::{MethodChoice, SparseChoice, resolve_method};
-use super::sim::{Phase, PhaseCounters, sim_array};
+use host_driver::measure::{Phase, PhaseCounters};
+
+use super::sim::sim_array;
 use super::{RunError, check_page_size, input};
 
 /// Bench settings.

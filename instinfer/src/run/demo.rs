@@ -21,7 +21,9 @@ use host_driver::backend::{
     AttentionBackend, DecodeStep, HostDense, InStorage, ModelShape, round_f16,
 };
 
-use super::sim::{Phase, PhaseCounters, device_array};
+use host_driver::measure::{Phase, PhaseCounters};
+
+use super::sim::device_array;
 use super::{RunError, check_page_size, input};
 use crate::device::DeviceSpec;
 

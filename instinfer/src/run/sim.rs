@@ -1,5 +1,4 @@
-//! Arrays of simulated drives (and, re-exported, [`Phase`]: the counters
-//! and virtual time of one phase of work on an array).
+//! Arrays of simulated drives, or of any device a [`DeviceSpec`] names.
 
 use crate::device::{AnyTransport, DeviceSpec};
 use host_driver::array::CsdArray;
@@ -37,5 +36,3 @@ fn array_of<T: Transport>(
     }
     Ok(CsdArray::new(csds)?)
 }
-
-pub use host_driver::measure::{Busy, Phase, PhaseCounters};
