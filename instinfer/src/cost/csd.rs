@@ -67,6 +67,8 @@ pub struct CsdPoint {
     pub engine_busy_ns: u64,
     /// NAND array busy time during the decode, summed over dies (ns).
     pub flash_busy_ns: u64,
+    /// Host-link DMA busy time during the decode (ns).
+    pub dma_busy_ns: u64,
     /// Dies of the board.
     pub dies: usize,
     /// Flash pages read during the decode.
@@ -321,6 +323,7 @@ pub fn profile_csd(
             bus_busy_ns: decoded.busy.bus_ns,
             engine_busy_ns: decoded.busy.engine_ns,
             flash_busy_ns: decoded.busy.flash_ns,
+            dma_busy_ns: decoded.busy.dma_ns,
             dies: channels * 8,
             pages_read: decoded.flash_pages_read,
             channels,

@@ -6,6 +6,7 @@
 //! | module | owns |
 //! | --- | --- |
 //! | [`hw`] | the hardware and the model shape, every parameter with its source |
+//! | [`bound`] | the physical limit of a CSD point: its busiest resource |
 //! | [`csd`] | the CSD side: measured by running the firmware, FTL and the simulated board's timing on OPT-13B-shaped commands (never a formula) |
 //! | [`trace`] | attention traces of the real model (SmolLM2), recorded and scaled to OPT-13B's head shape |
 //! | [`systems`] | the host side of each system: GPU, PCIe, SSD, host memory, with FlexGen's load/compute/store overlap |
@@ -14,11 +15,13 @@
 //! *simulated* (virtual device time); nothing here is a wall-clock
 //! measurement of the systems compared.
 
+pub mod bound;
 pub mod csd;
 pub mod hw;
 pub mod systems;
 pub mod trace;
 
+pub use bound::{Bound, Resource};
 pub use csd::{CsdPoint, CsdProfile, KvSource, profile_csd};
 pub use hw::{Hardware, ModelShape, Param};
 pub use systems::{DataPaths, StepTime, System, Workload, instinfer_data_paths, throughput};

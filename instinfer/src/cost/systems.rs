@@ -335,6 +335,7 @@ mod tests {
             bus_busy_ns: 0,
             engine_busy_ns: 0,
             flash_busy_ns: 0,
+            dma_busy_ns: 0,
             dies: 64,
             pages_read: 0,
             channels: 8,
