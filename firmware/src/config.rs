@@ -54,6 +54,9 @@ pub struct DeviceConfig {
     pub mdts_bytes: u32,
     /// Tokens one stream may hold.
     pub max_tokens_per_stream: u32,
+    /// Device DRAM for the working sets of decode commands in flight
+    /// (bytes): the admission bound of a batch of decodes.
+    pub decode_dram_bytes: u64,
     /// Identify strings.
     pub identity: Identity,
     /// Engine description.

@@ -1,12 +1,12 @@
 //! Command dispatch: admin and vendor I/O commands, each to its handler,
 //! every failure to an NVMe status.
 
+use crate::decode::Admitted;
 use crate::dma;
 use crate::error::{DeviceError, Fail, ftl_status, proto_status};
 use crate::flash::run_ftl_ops;
 use crate::hal::{Clock, Engine, HostInterface, Nand, Submission};
-use crate::scheduler::{self, HeadCost, HeadJob};
-use crate::sequence::{DecodeResult, Sequence};
+use crate::sequence::Sequence;
 use crate::state::State;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -23,34 +23,49 @@ use proto::{
 pub enum Progress {
     /// No command was waiting.
     Idle,
-    /// One command was served and completed (successfully or with an error
-    /// status).
+    /// One command, or a batch of decode commands that arrived together,
+    /// was served and completed (successfully or with an error status).
     Served,
 }
 
-type Handled = Result<u32, Fail>;
+pub(crate) type Handled = Result<u32, Fail>;
 
-/// Serves at most one command.
+/// Serves one command, or one batch of DECODE_SUBMITs that came one after
+/// another ([`crate::decode`]).
 pub(crate) fn poll<B>(st: &mut State, board: &mut B) -> Result<Progress, DeviceError>
 where
     B: HostInterface + Nand + Engine + Clock,
 {
-    if let Some((sub, status, dw0)) = st.pending.take() {
-        if !post(st, board, sub, status, dw0)? {
-            return Ok(Progress::Idle);
-        }
+    if !flush(st, board)? {
+        return Ok(Progress::Idle);
     }
-    let sub = match board.fetch() {
-        Ok(sub) => sub,
-        Err(nb::Error::WouldBlock) => return Ok(Progress::Idle),
-        Err(nb::Error::Other(_)) => return Err(DeviceError::HostLink),
+    let sub = match st.next.take() {
+        Some(sub) => sub,
+        None => match board.fetch() {
+            Ok(sub) => sub,
+            Err(nb::Error::WouldBlock) => return Ok(Progress::Idle),
+            Err(nb::Error::Other(_)) => return Err(DeviceError::HostLink),
+        },
     };
     st.counters.commands += 1;
-    let result = if sub.queue == 0 {
-        admin(st, board, &sub.sqe)
+    if let Some(c) = crate::decode::submit_of(st, &sub) {
+        for (sub, result) in crate::decode::serve(st, board, sub, c) {
+            conclude(st, sub, result);
+        }
     } else {
-        io(st, board, &sub.sqe)
-    };
+        let result = if sub.queue == 0 {
+            admin(st, board, &sub.sqe)
+        } else {
+            io(st, board, &sub.sqe)
+        };
+        conclude(st, sub, result);
+    }
+    flush(st, board)?;
+    Ok(Progress::Served)
+}
+
+/// Queues a command's completion behind those not yet posted.
+fn conclude(st: &mut State, sub: Submission, result: Handled) {
     let (status, dw0) = match result {
         Ok(dw0) => (Status::SUCCESS, dw0),
         Err(fail) => {
@@ -66,26 +81,22 @@ where
         status.to_field(),
         dw0
     );
-    post(st, board, sub, status, dw0)?;
-    Ok(Progress::Served)
+    st.pending.push_back((sub, status, dw0));
 }
 
-/// Posts a completion; keeps it for later if the CQ is full.
-fn post<B: HostInterface>(
-    st: &mut State,
-    board: &mut B,
-    sub: Submission,
-    status: Status,
-    dw0: u32,
-) -> Result<bool, DeviceError> {
-    match board.complete(&sub, status, dw0) {
-        Ok(()) => Ok(true),
-        Err(nb::Error::WouldBlock) => {
-            st.pending = Some((sub, status, dw0));
-            Ok(false)
+/// Posts the completions not yet posted, in order; `false` if the host's
+/// CQ is full and some wait.
+fn flush<B: HostInterface>(st: &mut State, board: &mut B) -> Result<bool, DeviceError> {
+    while let Some((sub, status, dw0)) = st.pending.front() {
+        match board.complete(sub, *status, *dw0) {
+            Ok(()) => {
+                st.pending.pop_front();
+            }
+            Err(nb::Error::WouldBlock) => return Ok(false),
+            Err(nb::Error::Other(_)) => return Err(DeviceError::HostLink),
         }
-        Err(nb::Error::Other(_)) => Err(DeviceError::HostLink),
     }
+    Ok(true)
 }
 
 fn admin<B>(st: &mut State, board: &mut B, sqe: &proto::Sqe) -> Handled
@@ -153,7 +164,7 @@ where
             r
         }
         VendorCommand::KvAppend(c) => kv_append(st, board, sqe, &c),
-        VendorCommand::DecodeSubmit(c) => decode_submit(st, board, sqe, &c),
+        VendorCommand::DecodeSubmit(c) => crate::decode::serve_one(st, board, sqe, &c),
         VendorCommand::DecodeFetch(c) => decode_fetch(st, board, sqe, &c),
     }
 }
@@ -344,7 +355,15 @@ where
     Ok(len + c.tokens)
 }
 
-fn decode_submit<B>(st: &mut State, board: &mut B, sqe: &proto::Sqe, c: &DecodeSubmit) -> Handled
+/// Checks a DECODE_SUBMIT, reads its payload and appends its new token:
+/// everything but the decode itself, which runs in a batch
+/// ([`crate::decode`]).
+pub(crate) fn decode_prepare<B>(
+    st: &mut State,
+    board: &mut B,
+    sqe: &proto::Sqe,
+    c: &DecodeSubmit,
+) -> Result<Admitted, Fail>
 where
     B: HostInterface + Nand + Engine + Clock,
 {
@@ -353,7 +372,8 @@ where
         .check_shape(&seq.shape)
         .map_err(proto_status)?;
     let layer = seq.layer(c.layer)?;
-    let (kvh, d, q_heads) = (seq.kv_heads(), seq.d(), seq.q_heads());
+    let d = seq.d();
+    let q_heads = seq.q_heads();
     let len = seq.len[layer];
     let append = c.flags.append_kv();
     let expected = if append {
@@ -402,46 +422,13 @@ where
     if append {
         append_tokens(board, st, c.seq, layer, 1, Rows::split(kv, rotated))?;
     }
-    let qf: Vec<i32> = q.iter().map(|&x| model::fx(x)).collect();
-    let qa: Vec<i32> = q_approx.iter().map(|&x| model::fx(x)).collect();
-    let seq = st.sequences.get(c.seq)?;
-    let s = seq.len[layer] as usize;
-    let g = seq.group();
-    let jobs: Vec<HeadJob<'_>> = (0..kvh)
-        .map(|h| HeadJob {
-            stream: seq.stream(layer, h),
-            s,
-            g,
-            d,
-            q: &qf[h * g * d..(h + 1) * g * d],
-            q_approx: &qa[h * g * d..(h + 1) * g * d],
-            vsum: seq.vsum(layer, h),
-        })
-        .collect();
-    let mut cost = HeadCost::default();
-    let mut cx = scheduler::Ctx {
-        board,
-        ftl: &st.ftl,
-        scratch: &mut st.scratch,
-        counters: &mut st.counters,
-        cost: &mut cost,
-    };
-    let out = scheduler::decode_layer(&mut cx, &jobs, method.map(|p| (p, guard)))?;
-    st.counters.decodes += 1;
-    st.counters.pages_skipped += cost.pages_skipped;
-    st.counters.engine_bytes += cost.engine_bytes;
-    st.counters.elements_filtered += cost.elements_filtered;
-    let report = DecodeReport {
-        tokens_attended: s as u32,
-        pages_read: cost.pages_read as u32,
-        pages_skipped: cost.pages_skipped as u32,
-        guard_widened: cost.guard_widened as u32,
-        engine_bytes: cost.engine_bytes,
-        elements_filtered: cost.elements_filtered,
-    };
-    let seq = st.sequences.get_mut(c.seq)?;
-    seq.results[layer] = Some(DecodeResult { out, report });
-    Ok(s as u32)
+    Ok(Admitted {
+        seq: c.seq,
+        layer,
+        q: q.iter().map(|&x| model::fx(x)).collect(),
+        q_approx: q_approx.iter().map(|&x| model::fx(x)).collect(),
+        method: method.map(|p| (p, guard)),
+    })
 }
 
 fn decode_fetch<B>(st: &mut State, board: &mut B, sqe: &proto::Sqe, c: &DecodeFetch) -> Handled

@@ -111,7 +111,7 @@ pub(crate) fn read_pages<B: Nand>(
 }
 
 /// Reads of a page that fails ECC before the batch fails.
-const READ_RETRIES: usize = 2;
+pub(crate) const READ_RETRIES: usize = 2;
 
 /// Submits `reads[i]` for every `i` in `order` (one queue per die, so a
 /// full die does not hold back the others), then drains.

@@ -22,13 +22,15 @@
 //! | [`device`] | the public entry: [`Device`] (board + state), boot, poll |
 //! | [`hal`] | the traits a board implements: host interface, NAND, engine, clock |
 //! | `counters` | the running counters of the core |
+//! | `decode` | decode commands admitted in batches under the DRAM budget |
 //! | `dispatch` | serving one command: admin and vendor I/O handlers |
 //! | `dma` | moving a command's data by PRP |
 //! | `error` | [`DeviceError`] and the NVMe status of every failure |
 //! | `flash` | carrying out FTL programs and erases, batches of filtered reads |
 //! | `identify` | the Identify Controller page and its capability block |
 //! | `journal` | the sequence journal in flash, read at boot |
-//! | `scheduler` | the pages, filters and engine work of one layer's decode |
+//! | `reads` | the read queue of a decode batch: one queue per die, read retry |
+//! | `scheduler` | the pages, filters and engine work of a batch of decodes, pipelined per head |
 //! | `sequence` | the sequence table: shapes, streams, pending results |
 //! | `state` | what the core keeps between commands |
 //! | `stats` | the statistics log page |
@@ -45,12 +47,14 @@ pub mod device;
 pub mod hal;
 
 mod counters;
+mod decode;
 mod dispatch;
 mod dma;
 mod error;
 mod flash;
 mod identify;
 mod journal;
+mod reads;
 mod scheduler;
 mod sequence;
 mod state;

@@ -1,6 +1,6 @@
 //! What the core keeps between commands: configuration, FTL, sequence
-//! table, counters, working buffers, a held-back completion and the
-//! journal. The handlers ([`crate::dispatch`], [`crate::identify`],
+//! table, counters, working buffers, held-back completions, a command
+//! fetched ahead and the journal. The handlers ([`crate::dispatch`], [`crate::identify`],
 //! [`crate::stats`]) each take the part of it they use, and the board
 //! beside it; none of them needs the device object.
 
@@ -11,7 +11,7 @@ use crate::hal::Submission;
 use crate::journal::Journal;
 use crate::scheduler::Scratch;
 use crate::sequence::SequenceTable;
-use alloc::collections::BTreeSet;
+use alloc::collections::{BTreeSet, VecDeque};
 use ftl::Ftl;
 use proto::Status;
 
@@ -23,8 +23,11 @@ pub(crate) struct State {
     pub sequences: SequenceTable,
     pub counters: Counters,
     pub scratch: Scratch,
-    /// A completion the host's full CQ could not take yet.
-    pub pending: Option<(Submission, Status, u32)>,
+    /// Completions the host's full CQ could not take yet, in order.
+    pub pending: VecDeque<(Submission, Status, u32)>,
+    /// A command fetched while admitting a batch of decodes that could
+    /// not join it: served next.
+    pub next: Option<Submission>,
     /// The sequence journal (boards that survive power loss).
     pub journal: Option<Journal>,
     /// Sequences open when power was lost, not yet acknowledged.
@@ -49,7 +52,8 @@ impl State {
             sequences,
             counters: Counters::default(),
             scratch,
-            pending: None,
+            pending: VecDeque::new(),
+            next: None,
             journal: None,
             lost: BTreeSet::new(),
         })

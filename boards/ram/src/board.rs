@@ -34,6 +34,8 @@ pub fn device_config(geo: Geometry, dram_budget: u64, serial: &str, model: &str)
         max_head_dim: 256,
         mdts_bytes: 1 << 20,
         max_tokens_per_stream: 1 << 20,
+        // Model choice: 32 MiB of the guest heap for decodes in flight.
+        decode_dram_bytes: 32 << 20,
         identity: Identity {
             vendor_id: 0x1d1d,
             serial: Identity::field(serial),

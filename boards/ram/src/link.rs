@@ -189,6 +189,12 @@ impl<L: ByteLink> HostInterface for LinkHost<L> {
         self.ack(0)?;
         Ok(())
     }
+
+    /// No: the host answers a fetch only when it has a command, and a
+    /// host that waits for a completion has none to give.
+    fn fetch_ahead(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

@@ -26,6 +26,10 @@ pub struct SimConfig {
     /// Device DRAM for group buffers in bytes. Model choice: 256 MiB (the
     /// Daisyplus board has 2 GB of DRAM).
     pub dram_budget: u64,
+    /// Device DRAM for the working sets of decode commands in flight, in
+    /// bytes (the admission bound of a batch). Model choice: 512 MiB of
+    /// the Daisyplus board's 2 GB beside the group buffers.
+    pub decode_dram_bytes: u64,
     /// Sequences open at once. Model choice: 1024.
     pub max_sequences: u32,
     /// FTL stream slots, one per (sequence, layer, KV head), allocated up
@@ -56,6 +60,7 @@ impl SimConfig {
             engine: EngineModel::default(),
             queues: QueueLimits::default(),
             dram_budget: 256 << 20,
+            decode_dram_bytes: 512 << 20,
             max_sequences: 1024,
             max_streams: 1 << 16,
             bad_blocks: Vec::new(),
@@ -82,6 +87,7 @@ impl SimConfig {
             max_head_dim: 256,
             mdts_bytes: self.mdts_bytes,
             max_tokens_per_stream: 1 << 20,
+            decode_dram_bytes: self.decode_dram_bytes,
             identity: Identity {
                 vendor_id: 0x1d1d,
                 serial: Identity::field("SIM-0001"),

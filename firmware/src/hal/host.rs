@@ -33,4 +33,10 @@ pub trait HostInterface {
         status: Status,
         dw0: u32,
     ) -> nb::Result<(), Self::HostError>;
+    /// Whether the core may fetch the next command before it has completed
+    /// the ones it holds (to admit decodes together). A host interface
+    /// whose fetch waits until the host has a command says no.
+    fn fetch_ahead(&self) -> bool {
+        true
+    }
 }

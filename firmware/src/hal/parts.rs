@@ -48,6 +48,10 @@ impl<H: HostInterface, N, E, C> HostInterface for Parts<H, N, E, C> {
     ) -> nb::Result<(), H::HostError> {
         self.host.complete(sub, status, dw0)
     }
+
+    fn fetch_ahead(&self) -> bool {
+        self.host.fetch_ahead()
+    }
 }
 
 impl<H, N: Nand, E, C> Nand for Parts<H, N, E, C> {

@@ -16,8 +16,16 @@
 //! the top-k reruns with a doubled k while the group's smallest α is low
 //! (`attention::engine::select_guarded_with` on the argtopk unit).
 //!
-//! Flash reads of all heads of the layer go out as one batch per step, so
-//! every channel and way stays busy while the engine works head by head.
+//! # Pipelining
+//!
+//! [`decode_batch`] runs every KV head of many commands (sequences ×
+//! layers) at once, each head on its own: a SparF head's dim reads go out
+//! when the batch starts, its selection runs as soon as its last dim page
+//! has arrived, and its token reads go out right after, while other heads'
+//! dim reads and selections go on; dense heads' K and V pages are consumed
+//! as they arrive. One read queue per die feeds the NAND controllers as
+//! deep as they take ([`crate::reads`]), so the arrays and buses stay busy
+//! while the engine works.
 //!
 //! Every arithmetic step is a building block of [`attention::engine`] in
 //! the order of its whole-array model (logits are independent per token,
@@ -30,6 +38,7 @@ mod tokens;
 
 use crate::counters::Counters;
 use crate::hal::{Engine, LogitJob, Nand};
+use crate::reads::{Arrival, ReadQueue};
 use alloc::vec;
 use alloc::vec::Vec;
 use attention::engine as model;
@@ -77,15 +86,6 @@ fn ftl_err(e: ftl::FtlError) -> Status {
     crate::error::ftl_status(e)
 }
 
-fn le_u16(bytes: &[u8], out: &mut Vec<u16>) {
-    out.clear();
-    out.extend(
-        bytes
-            .chunks_exact(2)
-            .map(|c| u16::from_le_bytes([c[0], c[1]])),
-    );
-}
-
 fn softmax_heads<B: Engine>(board: &mut B, logits: &[i32], g: usize, n: usize) -> Vec<u32> {
     let mut probs = vec![0u32; g * n];
     if n > 0 {
@@ -96,71 +96,331 @@ fn softmax_heads<B: Engine>(board: &mut B, logits: &[i32], g: usize, n: usize) -
     probs
 }
 
-/// Everything a step's flash work and engine work need.
+/// Everything a batch's flash work and engine work need.
 pub(crate) struct Ctx<'a, B> {
     pub board: &'a mut B,
     pub ftl: &'a Ftl,
     pub scratch: &'a mut Scratch,
     pub counters: &'a mut Counters,
-    pub cost: &'a mut HeadCost,
 }
 
-/// Decodes every head in `jobs` (one layer of one sequence); `method` is
-/// `None` for dense, else SparF's parameters and its guardrail. Returns the
-/// `[kv_head][g][d]` outputs.
-pub(crate) fn decode_layer<B: Nand + Engine>(
+/// SparF's parameters and its guardrail; `None` is dense.
+pub(crate) type MethodParams = Option<(SparseParams, Option<Guard>)>;
+
+/// One decode command: every KV head of one layer of one sequence.
+#[derive(Debug)]
+pub(crate) struct Command<'a> {
+    pub jobs: Vec<HeadJob<'a>>,
+    pub method: MethodParams,
+}
+
+/// A command's `[kv_head][g][d]` outputs and what they cost.
+#[derive(Debug)]
+pub(crate) struct Decoded {
+    pub out: Vec<i32>,
+    pub cost: HeadCost,
+}
+
+/// What a read in the queue brings, for which head.
+#[derive(Clone, Copy, Debug)]
+enum Route {
+    Dims(usize, dims::Dest),
+    Tokens(usize, tokens::Rows),
+}
+
+impl Route {
+    fn head(self) -> usize {
+        match self {
+            Self::Dims(h, _) | Self::Tokens(h, _) => h,
+        }
+    }
+}
+
+/// Where a head is.
+enum Stage<'j> {
+    /// SparF step 2-3: the chosen dims' rows (`s × r`) fill in.
+    Dims {
+        dims: Vec<u16>,
+        rows: Vec<u16>,
+        left: usize,
+    },
+    /// Exact attention over the chosen (or all) tokens.
+    Tokens(tokens::Head<'j>),
+    /// Output written (or its command failed).
+    Done,
+}
+
+/// One KV head of one command.
+struct Run<'j> {
+    cmd: usize,
+    job: &'j HeadJob<'j>,
+    stage: Stage<'j>,
+    /// SparF's α per query head (empty for dense).
+    alpha: Vec<u32>,
+    /// Where the head's `g × d` outputs go in its command's.
+    out_at: usize,
+}
+
+/// A command while it runs.
+struct CmdState {
+    method: MethodParams,
+    out: Vec<i32>,
+    cost: HeadCost,
+    failed: Option<Status>,
+}
+
+/// Decodes every command of `cmds` with all their heads in flight at once;
+/// returns each command's outputs, or the status it failed with (a failed
+/// command does not stop the others).
+pub(crate) fn decode_batch<B: Nand + Engine>(
     cx: &mut Ctx<'_, B>,
-    jobs: &[HeadJob<'_>],
-    method: Option<(SparseParams, Option<Guard>)>,
-) -> Result<Vec<i32>, Status> {
-    let mut out = Vec::new();
-    let Some((params, guard)) = method else {
-        let sels = vec![None; jobs.len()];
-        let accs = tokens::attend(cx, jobs, &sels)?;
-        for (job, acc) in jobs.iter().zip(&accs) {
-            let zeros = vec![0i32; job.d];
-            finish(job, acc, &vec![model::P_ONE; job.g], &zeros, &mut out);
-        }
-        return Ok(out);
-    };
-    // Step 1: the r dims with the largest |q| summed over the group.
-    let dims: Vec<Vec<u16>> = jobs
+    cmds: &[Command<'_>],
+) -> Vec<Result<Decoded, Status>> {
+    let mut progress: Vec<CmdState> = cmds
         .iter()
-        .map(|job| select_dims(cx.board, job, params.r))
+        .map(|c| CmdState {
+            method: c.method,
+            out: vec![0; c.jobs.iter().map(|j| j.g * j.d).sum()],
+            cost: HeadCost::default(),
+            failed: None,
+        })
         .collect();
-    // Steps 2-3: the chosen dims of every token from the dim pages.
-    let columns = dims::read(cx, jobs, &dims)?;
-    // Steps 4-7: approximate scores, top-k tokens, α per query head.
-    let mut sels = Vec::with_capacity(jobs.len());
-    let mut alphas = Vec::with_capacity(jobs.len());
-    for ((job, dims), kd) in jobs.iter().zip(&dims).zip(&columns) {
-        let (sel, alpha) = select_tokens(cx.board, job, dims, kd, params, guard);
-        if sel.len() > params.k.min(job.s) {
-            cx.cost.guard_widened += 1;
+    let mut runs: Vec<Run<'_>> = Vec::new();
+    for (c, cmd) in cmds.iter().enumerate() {
+        let mut out_at = 0;
+        for job in &cmd.jobs {
+            runs.push(Run {
+                cmd: c,
+                job,
+                stage: Stage::Done,
+                alpha: Vec::new(),
+                out_at,
+            });
+            out_at += job.g * job.d;
         }
-        sels.push(sel);
-        alphas.push(alpha);
     }
-    // Steps 8-11: exact attention on the chosen tokens, blended with v̄.
-    let sel_refs: Vec<Option<&[u32]>> = sels.iter().map(|s| Some(s.as_slice())).collect();
-    let accs = tokens::attend(cx, jobs, &sel_refs)?;
-    for ((job, acc), alpha) in jobs.iter().zip(&accs).zip(&alphas) {
-        let mut vmean = vec![0i32; job.d];
-        model::vmean(job.vsum, job.s as u64, &mut vmean);
-        finish(job, acc, alpha, &vmean, &mut out);
+    let mut queue = ReadQueue::new();
+    if let Err(e) = run(cx, &mut runs, &mut progress, &mut queue) {
+        // The board failed under the batch: every command fails, and
+        // nothing stays in flight for the next one.
+        let Scratch { page, .. } = &mut *cx.scratch;
+        while cx.board.in_flight() > 0 && nb::block!(cx.board.poll(page)).is_ok() {}
+        for p in &mut progress {
+            p.failed.get_or_insert(e);
+        }
     }
-    Ok(out)
+    progress
+        .into_iter()
+        .map(|p| match p.failed {
+            Some(e) => Err(e),
+            None => Ok(Decoded {
+                out: p.out,
+                cost: p.cost,
+            }),
+        })
+        .collect()
 }
 
-fn finish(job: &HeadJob<'_>, acc: &[i64], alphas: &[u32], vmean: &[i32], out: &mut Vec<i32>) {
+/// Starts every head, then routes page arrivals until the queue is idle.
+/// An error here is the board's, not one command's.
+fn run<'j, B: Nand + Engine>(
+    cx: &mut Ctx<'_, B>,
+    runs: &mut [Run<'j>],
+    progress: &mut [CmdState],
+    queue: &mut ReadQueue<Route>,
+) -> Result<(), Status> {
+    // The page buffer and row buffer leave the scratch while the engine
+    // work (which borrows the context) runs on their contents.
+    let mut page = core::mem::take(&mut cx.scratch.page);
+    let mut rows = core::mem::take(&mut cx.scratch.rows);
+    let r = route_all(cx, runs, progress, queue, &mut page, &mut rows);
+    cx.scratch.page = page;
+    cx.scratch.rows = rows;
+    r
+}
+
+fn route_all<'j, B: Nand + Engine>(
+    cx: &mut Ctx<'_, B>,
+    runs: &mut [Run<'j>],
+    progress: &mut [CmdState],
+    queue: &mut ReadQueue<Route>,
+    page: &mut [u8],
+    rows: &mut Vec<u16>,
+) -> Result<(), Status> {
+    for h in 0..runs.len() {
+        let c = runs[h].cmd;
+        if let Err(e) = start(cx, h, &mut runs[h], &mut progress[c], queue) {
+            fail(&mut progress[c], e);
+        }
+        queue.pump(cx.board)?;
+    }
+    loop {
+        let Some(arrival) = queue.next(cx.board, page, cx.counters)? else {
+            return Ok(());
+        };
+        let (route, len) = match arrival {
+            Arrival::Failed(route) => {
+                fail(&mut progress[runs[route.head()].cmd], Status::MEDIA_ERROR);
+                continue;
+            }
+            Arrival::Data { token, len } => (token, len),
+        };
+        let h = route.head();
+        let c = runs[h].cmd;
+        if progress[c].failed.is_some() {
+            continue;
+        }
+        let p = &mut progress[c];
+        p.cost.pages_read += 1;
+        p.cost.engine_bytes += len as u64;
+        let r = arrived(cx, route, &page[..len], rows, &mut runs[h], p, queue);
+        if let Err(e) = r {
+            fail(p, e);
+        }
+    }
+}
+
+fn fail(p: &mut CmdState, e: Status) {
+    p.failed.get_or_insert(e);
+}
+
+/// A head's first step: dense plans its token reads; SparF picks its
+/// dims and plans their reads.
+fn start<'j, B: Nand + Engine>(
+    cx: &mut Ctx<'_, B>,
+    h: usize,
+    run: &mut Run<'j>,
+    p: &mut CmdState,
+    queue: &mut ReadQueue<Route>,
+) -> Result<(), Status> {
+    if p.failed.is_some() {
+        return Ok(());
+    }
+    let job = run.job;
+    match p.method {
+        None => tokens_stage(cx, h, run, p, queue, None),
+        Some((params, _)) => {
+            // Step 1: the r dims with the largest |q| summed over the group.
+            let dims = select_dims(cx.board, job, params.r);
+            // Steps 2-3: their rows for every token, from the dim pages.
+            let (rows, reads) = dims::plan(cx.ftl, job, &dims, &mut p.cost, cx.counters)?;
+            let left = reads.len();
+            for (read, dest) in reads {
+                queue.push(read, Route::Dims(h, dest))?;
+            }
+            run.stage = Stage::Dims { dims, rows, left };
+            if left == 0 {
+                select(cx, h, run, p, queue)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Steps 4-7 on a head whose dim rows are all in, then its token reads.
+fn select<'j, B: Nand + Engine>(
+    cx: &mut Ctx<'_, B>,
+    h: usize,
+    run: &mut Run<'j>,
+    p: &mut CmdState,
+    queue: &mut ReadQueue<Route>,
+) -> Result<(), Status> {
+    let Some((params, guard)) = p.method else {
+        return Err(Status::INTERNAL_ERROR);
+    };
+    let Stage::Dims { dims, rows, .. } = core::mem::replace(&mut run.stage, Stage::Done) else {
+        return Err(Status::INTERNAL_ERROR);
+    };
+    let job = run.job;
+    let (sel, alpha) = select_tokens(cx.board, job, &dims, &rows, params, guard);
+    if sel.len() > params.k.min(job.s) {
+        p.cost.guard_widened += 1;
+    }
+    run.alpha = alpha;
+    tokens_stage(cx, h, run, p, queue, Some(&sel))
+}
+
+/// Steps 8-11 (or dense): plans the head's token reads over `sel`.
+fn tokens_stage<'j, B: Nand + Engine>(
+    cx: &mut Ctx<'_, B>,
+    h: usize,
+    run: &mut Run<'j>,
+    p: &mut CmdState,
+    queue: &mut ReadQueue<Route>,
+    sel: Option<&[u32]>,
+) -> Result<(), Status> {
+    let (head, reads) =
+        tokens::Head::start(cx.board, cx.ftl, run.job, sel, &mut p.cost, cx.counters)?;
+    for (read, what) in reads {
+        queue.push(read, Route::Tokens(h, what))?;
+    }
+    run.stage = Stage::Tokens(head);
+    finish_if_complete(run, p);
+    Ok(())
+}
+
+/// One page of head `run` arrived.
+fn arrived<'j, B: Nand + Engine>(
+    cx: &mut Ctx<'_, B>,
+    route: Route,
+    bytes: &[u8],
+    buf: &mut Vec<u16>,
+    run: &mut Run<'j>,
+    p: &mut CmdState,
+    queue: &mut ReadQueue<Route>,
+) -> Result<(), Status> {
+    match (route, &mut run.stage) {
+        (Route::Dims(h, dest), Stage::Dims { dims, rows, left }) => {
+            dims::fill(rows, dims.len(), dest, bytes)?;
+            *left = left.checked_sub(1).ok_or(Status::INTERNAL_ERROR)?;
+            if *left == 0 {
+                select(cx, h, run, p, queue)?;
+            }
+            Ok(())
+        }
+        (Route::Tokens(_, what), Stage::Tokens(head)) => {
+            le_u16(bytes, buf);
+            head.arrived(cx.board, what, buf)?;
+            finish_if_complete(run, p);
+            Ok(())
+        }
+        _ => Err(Status::INTERNAL_ERROR),
+    }
+}
+
+/// Writes a head's outputs once all its pages are in.
+fn finish_if_complete(run: &mut Run<'_>, p: &mut CmdState) {
+    if !matches!(&run.stage, Stage::Tokens(head) if head.complete()) {
+        return;
+    }
+    let Stage::Tokens(head) = core::mem::replace(&mut run.stage, Stage::Done) else {
+        return;
+    };
+    let job = run.job;
+    let acc = head.into_acc();
+    let mut vmean = vec![0i32; job.d];
+    let alpha = if run.alpha.is_empty() {
+        vec![model::P_ONE; job.g]
+    } else {
+        model::vmean(job.vsum, job.s as u64, &mut vmean);
+        core::mem::take(&mut run.alpha)
+    };
+    let out = &mut p.out[run.out_at..run.out_at + job.g * job.d];
+    finish(job, &acc, &alpha, &vmean, out);
+}
+
+fn le_u16(bytes: &[u8], out: &mut Vec<u16>) {
+    out.clear();
+    out.extend(
+        bytes
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]])),
+    );
+}
+
+fn finish(job: &HeadJob<'_>, acc: &[i64], alphas: &[u32], vmean: &[i32], out: &mut [i32]) {
     let d = job.d;
-    let at = out.len();
-    out.resize(at + job.g * d, 0);
-    for ((o, a), &alpha) in out[at..]
-        .chunks_exact_mut(d)
-        .zip(acc.chunks_exact(d))
-        .zip(alphas)
-    {
+    for ((o, a), &alpha) in out.chunks_exact_mut(d).zip(acc.chunks_exact(d)).zip(alphas) {
         model::finish(a, alpha, vmean, o);
     }
 }

@@ -1,13 +1,14 @@
-//! The exact-attention step over token pages: plan the K and V reads of
-//! every head (skipping pages without a chosen token, filtering the rest to
-//! the chosen rows), read them as one batch, feed K rows to the GeMV lanes
-//! as they arrive and hold V rows in device DRAM (V loads while the lanes
-//! work on K, as in InstInfer's engine), then softmax and weighted sum per
-//! head.
+//! The exact-attention step over token pages of one head: plan its K and V
+//! reads (skipping pages without a chosen token, filtering the rest to the
+//! chosen rows), feed K rows to the GeMV lanes as they arrive and hold V
+//! rows in device DRAM until the head's probabilities exist (V loads while
+//! the lanes work on K, as in InstInfer's engine), then softmax and
+//! weighted sum.
 
-use super::{Ctx, HeadCost, HeadJob, Scratch, ftl_err, le_u16, softmax_heads};
-use crate::flash::{PageRead, read_pages};
-use crate::hal::{Engine, LogitJob, Nand, RowFilter, WeightedSumJob};
+use super::{HeadCost, HeadJob, ftl_err, softmax_heads};
+use crate::counters::Counters;
+use crate::flash::PageRead;
+use crate::hal::{Engine, LogitJob, RowFilter, WeightedSumJob};
 use alloc::vec;
 use alloc::vec::Vec;
 use attention::engine as model;
@@ -107,7 +108,7 @@ fn plan(
 /// as the head's probabilities exist (after its last key page), so the
 /// weighted sum runs while other pages are still being read; rows that
 /// arrive earlier wait in `values` (`pending` spans).
-struct Head<'j> {
+pub(super) struct Head<'j> {
     job: &'j HeadJob<'j>,
     n: usize,
     scales: Vec<u32>,
@@ -115,13 +116,98 @@ struct Head<'j> {
     values: Vec<u16>,
     /// Key pages of this head still to arrive.
     k_left: usize,
+    /// Value pages of this head still to arrive.
+    v_left: usize,
     probs: Option<Vec<u32>>,
     /// `(first row, rows)` of value rows stored while `probs` was `None`.
     pending: Vec<(usize, usize)>,
     acc: Vec<i64>,
 }
 
-impl Head<'_> {
+/// Which rows a token-page read carries: K or V, from this index of the
+/// selection on.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Rows {
+    pub is_v: bool,
+    pub offset: usize,
+}
+
+impl<'j> Head<'j> {
+    /// Plans the head's K and V reads over `sel` (ascending; `None` = all
+    /// tokens), consumes the rows still in DRAM at once, and returns the
+    /// head with the page reads it waits for.
+    pub fn start<B: Engine>(
+        board: &mut B,
+        ftl: &Ftl,
+        job: &'j HeadJob<'j>,
+        sel: Option<&[u32]>,
+        cost: &mut HeadCost,
+        counters: &mut Counters,
+    ) -> Result<(Self, Vec<(PageRead, Rows)>), Status> {
+        let n = sel.map_or(job.s, <[u32]>::len);
+        let k = plan(ftl, job, Kind::K, sel, cost)?;
+        let v = plan(ftl, job, Kind::V, sel, cost)?;
+        let mut head = Head {
+            job,
+            n,
+            scales: vec![model::dense_scale(job.d); job.g],
+            logits: vec![0i32; job.g * n],
+            values: vec![0u16; n * job.d],
+            k_left: k.reads.len(),
+            v_left: v.reads.len(),
+            probs: None,
+            pending: Vec::new(),
+            acc: vec![0i64; job.g * job.d],
+        };
+        for (rows, off) in &k.dram {
+            counters.dram_tail_bytes += (rows.len() * 2) as u64;
+            head.logits(board, rows, *off);
+        }
+        if head.k_left == 0 {
+            head.keys_done(board);
+        }
+        for (rows, off) in &v.dram {
+            counters.dram_tail_bytes += (rows.len() * 2) as u64;
+            head.values(board, rows, *off)?;
+        }
+        let mut reads = Vec::with_capacity(k.reads.len() + v.reads.len());
+        for (plan, is_v) in [(k, false), (v, true)] {
+            for (read, offset) in plan.reads.into_iter().zip(plan.offsets) {
+                reads.push((read, Rows { is_v, offset }));
+            }
+        }
+        Ok((head, reads))
+    }
+
+    /// One page's rows arrived.
+    pub fn arrived<B: Engine>(
+        &mut self,
+        board: &mut B,
+        what: Rows,
+        rows: &[u16],
+    ) -> Result<(), Status> {
+        if what.is_v {
+            self.v_left = self.v_left.checked_sub(1).ok_or(Status::INTERNAL_ERROR)?;
+            return self.values(board, rows, what.offset);
+        }
+        self.k_left = self.k_left.checked_sub(1).ok_or(Status::INTERNAL_ERROR)?;
+        self.logits(board, rows, what.offset);
+        if self.k_left == 0 {
+            self.keys_done(board);
+        }
+        Ok(())
+    }
+
+    /// Whether every page has arrived.
+    pub fn complete(&self) -> bool {
+        self.k_left == 0 && self.v_left == 0
+    }
+
+    /// The `g × d` weighted-sum accumulators of a complete head.
+    pub fn into_acc(self) -> Vec<i64> {
+        self.acc
+    }
+
     fn logits<B: Engine>(&mut self, board: &mut B, rows: &[u16], offset: usize) {
         board.logits(LogitJob {
             queries: self.job.q,
@@ -179,80 +265,4 @@ impl Head<'_> {
         self.pending.clear();
         self.probs = Some(probs);
     }
-}
-
-/// Exact attention of every head over its selection (`None` = all
-/// tokens); returns each head's `g × d` weighted-sum accumulators.
-pub(super) fn attend<'j, B: Nand + Engine>(
-    cx: &mut Ctx<'_, B>,
-    jobs: &'j [HeadJob<'j>],
-    sels: &[Option<&[u32]>],
-) -> Result<Vec<Vec<i64>>, Status> {
-    let mut heads = Vec::with_capacity(jobs.len());
-    // (head, is V, offset) of every read, K reads first.
-    let mut route: Vec<(usize, bool, usize)> = Vec::new();
-    let mut reads: Vec<PageRead> = Vec::new();
-    let mut v_reads: Vec<PageRead> = Vec::new();
-    let mut v_route = Vec::new();
-    for (h, (job, &sel)) in jobs.iter().zip(sels).enumerate() {
-        let n = sel.map_or(job.s, <[u32]>::len);
-        let k = plan(cx.ftl, job, Kind::K, sel, cx.cost)?;
-        let v = plan(cx.ftl, job, Kind::V, sel, cx.cost)?;
-        let mut head = Head {
-            job,
-            n,
-            scales: vec![model::dense_scale(job.d); job.g],
-            logits: vec![0i32; job.g * n],
-            values: vec![0u16; n * job.d],
-            k_left: k.reads.len(),
-            probs: None,
-            pending: Vec::new(),
-            acc: vec![0i64; job.g * job.d],
-        };
-        for (rows, off) in &k.dram {
-            cx.counters.dram_tail_bytes += (rows.len() * 2) as u64;
-            head.logits(cx.board, rows, *off);
-        }
-        if head.k_left == 0 {
-            head.keys_done(cx.board);
-        }
-        for (rows, off) in &v.dram {
-            cx.counters.dram_tail_bytes += (rows.len() * 2) as u64;
-            head.values(cx.board, rows, *off)?;
-        }
-        route.extend(k.offsets.iter().map(|&o| (h, false, o)));
-        reads.extend_from_slice(&k.reads);
-        v_route.extend(v.offsets.iter().map(|&o| (h, true, o)));
-        v_reads.extend_from_slice(&v.reads);
-        heads.push(head);
-    }
-    route.extend(v_route);
-    reads.extend(v_reads);
-    let Scratch { page, rows } = &mut *cx.scratch;
-    let cost = &mut *cx.cost;
-    read_pages(cx.board, &reads, page, cx.counters, |b, i, bytes| {
-        le_u16(bytes, rows);
-        cost.pages_read += 1;
-        cost.engine_bytes += bytes.len() as u64;
-        let (h, is_v, off) = route[i];
-        let head = &mut heads[h];
-        if is_v {
-            head.values(b, rows, off)
-        } else {
-            head.logits(b, rows, off);
-            head.k_left -= 1;
-            if head.k_left == 0 {
-                head.keys_done(b);
-            }
-            Ok(())
-        }
-    })?;
-    let mut accs = Vec::with_capacity(heads.len());
-    for mut head in heads {
-        if head.probs.is_none() {
-            head.keys_done(cx.board);
-        }
-        accs.push(head.acc);
-    }
-    Ok(accs)
 }

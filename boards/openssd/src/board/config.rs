@@ -43,6 +43,8 @@ pub fn device_config(
         max_head_dim: 256,
         mdts_bytes: 1 << 20,
         max_tokens_per_stream: 1 << 20,
+        // Model choice: 64 MiB of the board's DDR for decodes in flight.
+        decode_dram_bytes: 64 << 20,
         identity: Identity {
             vendor_id: VENDOR_ID,
             serial: Identity::field(serial),
