@@ -4,6 +4,7 @@
 //! device, and the engine-model oracle.
 
 mod array;
+mod batch;
 mod decode_loop;
 mod dense;
 mod malformed;
