@@ -152,8 +152,9 @@ impl Config {
             max_head_dim: proto::vendor::MAX_HEAD_DIM,
             mdts_bytes: self.mdts_bytes,
             max_tokens_per_stream: 1 << 20,
-            // Model choice: a slice of the emulator's memory for decodes in flight.
-            decode_dram_bytes: 32 << 20,
+            // As the simulated board (an emulator hands one command at a time, so
+            // batches are of one and the bound is never reached).
+            decode_dram_bytes: 512 << 20,
             identity: self.identity.clone(),
             engine: ENGINE,
         }
