@@ -528,5 +528,11 @@ mod tests {
             point(&scaled, None).pages_read,
             point(&full, None).pages_read
         );
+        // Every point carries its busy fractions and bound.
+        for (r, f) in on_flash.utilisation() {
+            assert!(f > 0.0 && f <= 1.0 + 1e-9, "{r:?}: {f}");
+        }
+        let b = on_flash.bound();
+        assert!(b.ns > 0 && b.ratio(on_flash.decode_ns) >= 1.0 - 1e-9);
     }
 }

@@ -651,6 +651,7 @@ pub fn run_paper(p: &PaperParams) -> Result<String, RunError> {
             Figure::P2p => fig_p2p(&mut c)?,
         }
     }
+    super::csd_points::write_points(&boards, d, &p.out, &mut c.report)?;
     let mut params = String::from("name,value,source\n");
     for (name, prm) in c.hw.params() {
         let _ = writeln!(params, "{name},{},\"{}\"", prm.value, prm.source);

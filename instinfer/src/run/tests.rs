@@ -219,6 +219,16 @@ fn bench_paper_smoke_writes_every_figure() {
         }
     }
     assert!(report.contains("paper 6.85x"), "{report}");
+    for f in ["points.csv", "utilisation.png"] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    // One line per point with its bound; SparF's also against dense.
+    let bounds: Vec<&str> = report
+        .lines()
+        .filter(|l| l.contains(" us, bound "))
+        .collect();
+    assert!(bounds.len() >= 4, "{report}");
+    assert!(bounds.iter().any(|l| l.contains("of dense's")), "{report}");
     assert!(
         report.contains("% of the aggregate channel bandwidth"),
         "{report}"
