@@ -10,6 +10,7 @@
 //! | [`bench_model`] | prefill and decode tokens/s of the real model, host vs simulated CSD |
 //! | [`eval`] | perplexity of the model per attention method and compression |
 //! | [`generate`] | `instinfer run`: text generation with attention in the drive |
+//! | [`csd_points`] | `bench paper`'s table of simulated CSD points: busy fractions, bound, SparF against dense |
 //! | [`plot`] | the evaluation's perplexity-vs-compression chart |
 //! | [`ssd`] | the SSD KV backend (SolidAttention) for `run`, `eval` and `bench solid` |
 //! | [`sim`] | building arrays of simulated drives (or of any device a spec names) |
@@ -27,6 +28,7 @@ pub mod bench_paper;
 #[cfg(target_os = "linux")]
 pub mod bench_solid;
 pub mod cancel;
+pub mod csd_points;
 pub mod demo;
 pub mod eval;
 pub mod generate;

@@ -151,6 +151,11 @@ pub struct PaperArgs {
     /// queries instead of synthetic data.
     #[arg(long)]
     trace: Option<std::path::PathBuf>,
+    /// Flash page sizes of the simulated CSDs, bytes, comma-separated:
+    /// every figure on the first (the paper's 4096 by default), the
+    /// channels figure and the point table also on the others.
+    #[arg(long, default_value = "4096", value_delimiter = ',', value_parser = super::page_size_parser())]
+    page_size: Vec<String>,
 }
 
 /// Arguments of `bench model`.
@@ -266,6 +271,7 @@ pub fn run(c: Command) -> Result<(), RunError> {
                 figures,
                 out: a.out,
                 seqs: a.seqs,
+                page_sizes: a.page_size.iter().map(|s| super::page_size(s)).collect(),
                 source,
                 ..PaperParams::default()
             };

@@ -20,6 +20,9 @@ pub enum Resource {
 }
 
 impl Resource {
+    /// Every resource, in the order of [`CsdPoint::needs`].
+    pub const ALL: [Resource; 4] = [Self::Arrays, Self::Buses, Self::Engine, Self::Pcie];
+
     /// A short name for tables.
     pub fn name(self) -> &'static str {
         match self {
@@ -62,6 +65,13 @@ impl CsdPoint {
             (Resource::Engine, self.engine_busy_ns),
             (Resource::Pcie, self.dma_busy_ns),
         ]
+    }
+
+    /// Busy fraction of each resource during the decode: its need over the
+    /// decode's virtual time (1.0 = busy throughout).
+    pub fn utilisation(&self) -> [(Resource, f64); 4] {
+        let t = self.decode_ns.max(1) as f64;
+        self.needs().map(|(r, ns)| (r, ns as f64 / t))
     }
 
     /// The busiest resource's need.
@@ -107,5 +117,15 @@ mod tests {
         let mut p = point();
         p.engine_busy_ns = 900;
         assert_eq!(p.bound().resource, Resource::Engine);
+    }
+
+    #[test]
+    fn utilisation_is_each_need_over_the_decode() {
+        let u = point().utilisation();
+        let want = [0.5, 0.3, 0.2, 0.1];
+        for ((r, f), (res, w)) in u.iter().zip(Resource::ALL.iter().zip(want)) {
+            assert_eq!(r, res);
+            assert!((f - w).abs() < 1e-12, "{r:?}: {f}");
+        }
     }
 }

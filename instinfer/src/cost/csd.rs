@@ -14,14 +14,28 @@
 //!
 //! **The board** is the paper's emulated CSD: 8 channels of 1.4 GB/s
 //! (InstInfer §evaluation: a Zynq-7045 board extended to 8 channels of
-//! 1.4 GB/s) with 8 ways each, as the Cosmos+ board it is built on, 16 KiB
-//! pages; the rest is the simulated board's default timing
-//! (`boards/sim/src/config.rs`).
+//! 1.4 GB/s) with 8 ways each, as the Cosmos+ board it is built on, and
+//! 4 KiB pages by default ([`Sample::paper`]); the rest is the simulated
+//! board's default timing (`boards/sim/src/config.rs`). At 4 KiB a token
+//! page holds 16 tokens of one head (d = 128, fp16), and a dim page 2048
+//! tokens of one dim; the host groups m ∈ {2, 4, 8} dims per dim page
+//! ([`paper_dim_group`]), so a dim page covers 256–1K tokens, as the
+//! paper's hidden-dim-indexed map.
 //!
 //! **Sampling, said plainly.** One layer is simulated, not 40; `seqs`
 //! sequences, not the batch; three context lengths (1024, 1536, 2048)
-//! interpolated linearly. KV and queries come from a [`KvSource`]: the
-//! real model's attention traces scaled to OPT-13B's heads
+//! interpolated linearly. So that the sample's KV sits where the batch's
+//! would, the device DRAM for group buffers is scaled by the share of the
+//! batch's streams the sample holds: (1 layer × `seqs`) / (40 layers ×
+//! batch 256), e.g. 256 MiB × 2 / 10 240 = 51 KiB for two sequences
+//! ([`Sample::dram_budget`]). At batch 256 the board's DRAM holds far less
+//! than one dim run per head, so the dim copy and the token pages are on
+//! flash and at most the open partial groups are in DRAM (256 MiB over
+//! 40 × 40 × 256 head streams is 655 bytes each, less than one token's K,
+//! V and dim column, 768 bytes); with the full budget, a sample of two
+//! sequences would keep every dim tail in DRAM and SparF's first step
+//! would read it without a page read. KV and queries come from a
+//! [`KvSource`]: the real model's attention traces scaled to OPT-13B's heads
 //! ([`super::trace`]; `instinfer bench paper --trace DIR`), or structured
 //! synthetic data (`attention::testdata`: heavy tokens aligned with the
 //! query and a recency trend) when no trace is given. Dense reads do not
@@ -248,31 +262,118 @@ pub fn paper_geometry(page_size: u32) -> Geometry {
     }
 }
 
-fn paper_board(page_size: u32) -> Result<CsdArray<SimTransport>, RunError> {
-    let mut cfg = SimConfig::new(page_size);
-    cfg.geometry = paper_geometry(page_size);
-    let board = SimCsd::new(cfg)
-        .map_err(|e| CsdError::from(host_driver::transport::TransportError::from(e)))?;
-    let t = SimTransport::with_device(board, 64).map_err(CsdError::from)?;
-    Ok(CsdArray::new(vec![Csd::new(t)?])?)
+/// Dim groups the paper packs into one dim page ("2–8 hidden dims per
+/// page", InstInfer §hidden-dim-indexed mapping).
+pub const PAPER_DIM_GROUPS: [u8; 3] = [2, 4, 8];
+
+/// Dims per dim-indexed page (`SeqShape::dim_group`) for a sequence opened
+/// with `prompt` tokens, as the paper sizes them from the input length:
+/// of m ∈ {2, 4, 8} (dividing `head_dim`), the one whose dim page holds
+/// the most tokens (`Geometry::tokens_per_dim_page`) that the prompt still
+/// fills; m = 8, the shortest run, when the prompt fills none.
+///
+/// Why: SparF's first step reads a dim page for every chosen dim, and the
+/// page brings m dims of which the NFC filter drops the rest, so a smaller
+/// m reads fewer pages; a run longer than the prompt leaves its pages part
+/// empty (held in DRAM or written partial) until decode fills them. At
+/// 4 KiB pages this gives 256 tokens per dim page for a 256-token prompt,
+/// 512 for 512 and 1K from 1K up: the paper's 256–1K. The model's maximum
+/// context (2048 for OPT-13B) only caps the prompt, and every prompt of
+/// 1K or more already gets m = 2 at 4 KiB.
+pub fn paper_dim_group(geometry: &Geometry, head_dim: u16, prompt: usize) -> u8 {
+    let mut fits = PAPER_DIM_GROUPS
+        .into_iter()
+        .filter(|&m| head_dim % u16::from(m) == 0);
+    fits.clone()
+        .find(|&m| geometry.tokens_per_dim_page(m) as usize <= prompt)
+        .or_else(|| fits.next_back())
+        .unwrap_or(1)
 }
 
-/// Simulates every spec (`seqs` sequences each) on a fresh simulated board
-/// with `page_size`-byte pages and OPT-13B's head dimension.
+/// How a CSD point samples the paper's batch: the board, the sequences
+/// simulated, the prompt they are opened with, and the share of the
+/// batch's device DRAM they get.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sample {
+    /// Flash page size of the board, bytes.
+    pub page_size: u32,
+    /// Sequences decoded together.
+    pub seqs: usize,
+    /// Input length the host opens each sequence with (sets `dim_group`).
+    pub prompt: usize,
+    /// Layers × batch of the run the sample stands for; `None` gives the
+    /// sample the board's whole DRAM budget.
+    pub scaled_to: Option<(usize, usize)>,
+}
+
+impl Sample {
+    /// The paper's run: 1024-token prompts, batch 256 of OPT-13B's 40
+    /// layers.
+    pub fn paper(page_size: u32, seqs: usize) -> Self {
+        Self {
+            page_size,
+            seqs,
+            prompt: 1024,
+            scaled_to: Some((ModelShape::OPT_13B.layers, 256)),
+        }
+    }
+
+    /// The board's geometry.
+    pub fn geometry(&self) -> Geometry {
+        paper_geometry(self.page_size)
+    }
+
+    /// `dim_group` of the sample's sequences ([`paper_dim_group`]).
+    pub fn dim_group(&self, head_dim: u16) -> u8 {
+        paper_dim_group(&self.geometry(), head_dim, self.prompt)
+    }
+
+    /// Device DRAM for group buffers, bytes: the board's budget
+    /// (`SimConfig`, 256 MiB) × (1 layer × `seqs`) / (layers × batch), at
+    /// least one token of one head of d = `head_dim` (K, V and dim column)
+    /// so that every append can proceed.
+    pub fn dram_budget(&self, head_dim: u16) -> u64 {
+        let full = SimConfig::new(self.page_size).dram_budget;
+        let Some((layers, batch)) = self.scaled_to else {
+            return full;
+        };
+        let share = full as u128 * self.seqs as u128 / (layers * batch).max(1) as u128;
+        let token = ftl::StreamShape {
+            head_dim,
+            dim_group: 1,
+        }
+        .bytes_per_token();
+        (share as u64).clamp(token, full)
+    }
+
+    fn board(&self, head_dim: u16) -> Result<CsdArray<SimTransport>, RunError> {
+        let mut cfg = SimConfig::new(self.page_size);
+        cfg.geometry = self.geometry();
+        cfg.dram_budget = self.dram_budget(head_dim);
+        let board = SimCsd::new(cfg)
+            .map_err(|e| CsdError::from(host_driver::transport::TransportError::from(e)))?;
+        let t = SimTransport::with_device(board, 64).map_err(CsdError::from)?;
+        Ok(CsdArray::new(vec![Csd::new(t)?])?)
+    }
+}
+
+/// Simulates every spec on a fresh board of `sample` with the model's head
+/// dimension.
 pub fn profile_csd(
     model: &ModelShape,
     source: &KvSource,
     specs: &[CsdSpec],
-    seqs: usize,
-    page_size: u32,
+    sample: &Sample,
 ) -> Result<CsdProfile, RunError> {
+    let seqs = sample.seqs;
     if seqs == 0 {
         return Err(input("at least one sequence per CSD point"));
     }
     let d = model.head_dim;
+    let head_dim = u16::try_from(d).map_err(|_| input("head dim over 65 535"))?;
     let mut out = CsdProfile::default();
     for spec in specs {
-        let mut array = paper_board(page_size)?;
+        let mut array = sample.board(head_dim)?;
         let channels = array.devices()[0].info().caps.channels as usize;
         let method = match spec.compression {
             None => Policy::DENSE,
@@ -283,8 +384,8 @@ pub fn profile_csd(
             layers: 1,
             kv_heads: u8::try_from(spec.heads).map_err(|_| input("at most 255 heads per CSD"))?,
             group: 1,
-            head_dim: d as u16,
-            dim_group: 1,
+            head_dim,
+            dim_group: sample.dim_group(head_dim),
             rotated: false,
         };
         let mut queries = Vec::with_capacity(seqs);
@@ -324,12 +425,114 @@ pub fn profile_csd(
             engine_busy_ns: decoded.busy.engine_ns,
             flash_busy_ns: decoded.busy.flash_ns,
             dma_busy_ns: decoded.busy.dma_ns,
-            dies: channels * 8,
+            dies: sample.geometry().dies() as usize,
             pages_read: decoded.flash_pages_read,
             channels,
-            channel_bytes_per_s: board_sim::NandTiming::for_page_size(page_size).bus_bytes_per_s
-                as f64,
+            channel_bytes_per_s: board_sim::NandTiming::for_page_size(sample.page_size)
+                .bus_bytes_per_s as f64,
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_paper_4k_page_holds_16_tokens_and_dim_pages_256_to_1k() {
+        let g = paper_geometry(4096);
+        assert_eq!(g.tokens_per_page(128), 16);
+        let runs: Vec<u32> = PAPER_DIM_GROUPS
+            .iter()
+            .map(|&m| g.tokens_per_dim_page(m))
+            .collect();
+        assert_eq!(runs, [1024, 512, 256]);
+    }
+
+    #[test]
+    fn dim_group_is_the_longest_run_the_prompt_fills() {
+        let g4 = paper_geometry(4096);
+        let at = |s| paper_dim_group(&g4, 128, s);
+        assert_eq!(
+            [
+                at(100),
+                at(256),
+                at(511),
+                at(512),
+                at(1024),
+                at(2048),
+                at(32768)
+            ],
+            [8, 8, 8, 4, 2, 2, 2]
+        );
+        // 16 KiB pages: runs of 4096, 2048 and 1024 tokens.
+        let g16 = paper_geometry(16384);
+        let at = |s| paper_dim_group(&g16, 128, s);
+        assert_eq!([at(1024), at(2048), at(32768)], [8, 4, 2]);
+        // Only groups that divide the head dim.
+        assert_eq!(paper_dim_group(&g4, 2, 4096), 2);
+        assert_eq!(paper_dim_group(&g4, 6, 300), 2);
+    }
+
+    #[test]
+    fn the_budget_is_the_samples_share_of_batch_256() {
+        let s = Sample::paper(4096, 2);
+        // 256 MiB × 2 / (40 × 256).
+        assert_eq!(s.dram_budget(128), (256u64 << 20) * 2 / 10_240);
+        let full = Sample {
+            scaled_to: None,
+            ..s
+        };
+        assert_eq!(full.dram_budget(128), 256 << 20);
+        // Never below one token of one head.
+        let tiny = Sample {
+            scaled_to: Some((40, 1 << 30)),
+            ..s
+        };
+        assert_eq!(tiny.dram_budget(128), 6 * 128);
+    }
+
+    fn point(sample: &Sample, compression: Option<f64>) -> CsdPoint {
+        let spec = CsdSpec {
+            heads: 2,
+            s: 1536,
+            compression,
+        };
+        profile_csd(&ModelShape::OPT_13B, &KvSource::Synthetic, &[spec], sample)
+            .expect("point")
+            .points[0]
+    }
+
+    /// At 1536 tokens and runs of 1024 a 512-token dim tail is left per
+    /// head. The full budget keeps it in DRAM; the batch-256 share cannot,
+    /// so the tail goes to flash and SparF's first step reads it there.
+    /// Dense reads only token pages, which the budget does not move.
+    #[test]
+    fn the_scaled_budget_puts_the_dim_tail_on_flash() {
+        let scaled = Sample::paper(4096, 1);
+        assert_eq!(scaled.dim_group(128), 2);
+        let full = Sample {
+            scaled_to: None,
+            ..scaled
+        };
+        let sparf = |s: &Sample| point(s, Some(0.125));
+        let (on_flash, in_dram) = (sparf(&scaled), sparf(&full));
+        assert!(
+            on_flash.pages_read > in_dram.pages_read,
+            "{} vs {}",
+            on_flash.pages_read,
+            in_dram.pages_read
+        );
+        assert_eq!(
+            point(&scaled, None).pages_read,
+            point(&full, None).pages_read
+        );
+        // Every point carries its busy fractions and bound.
+        for (r, f) in on_flash.utilisation() {
+            assert!(f > 0.0 && f <= 1.0 + 1e-9, "{r:?}: {f}");
+        }
+        let b = on_flash.bound();
+        assert!(b.ns > 0 && b.ratio(on_flash.decode_ns) >= 1.0 - 1e-9);
+    }
 }

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use super::plot::{Series, lines};
 use super::{RunError, input};
-use crate::cost::csd::{CsdSpec, profile_csd};
+use crate::cost::csd::{CsdSpec, Sample, profile_csd};
 use crate::cost::systems::{JobTime, System, Workload, throughput};
 use crate::cost::{CsdProfile, Hardware, KvSource, ModelShape, instinfer_data_paths};
 
@@ -71,8 +71,9 @@ pub struct PaperParams {
     pub out: PathBuf,
     /// Sequences decoded together per simulated CSD point.
     pub seqs: usize,
-    /// Flash page size of the simulated CSDs.
-    pub page_size: u32,
+    /// Flash page sizes of the simulated CSDs: every figure runs on the
+    /// first; the channels figure and the point table also on the others.
+    pub page_sizes: Vec<u32>,
     /// Context lengths simulated (sorted); the decode interpolates.
     pub contexts: Vec<usize>,
     /// Where the simulated keys, values and queries come from.
@@ -85,7 +86,7 @@ impl Default for PaperParams {
             figures: Figure::ALL.to_vec(),
             out: PathBuf::from("target/bench-paper"),
             seqs: 2,
-            page_size: 16384,
+            page_sizes: vec![4096],
             contexts: vec![1024, 1536, 2048],
             source: KvSource::Synthetic,
         }
@@ -165,10 +166,20 @@ fn specs(p: &PaperParams, m: &ModelShape) -> Vec<CsdSpec> {
     v
 }
 
+/// One simulated board and its points.
+#[derive(Clone, Debug)]
+pub struct Board {
+    /// How its points sample the paper's batch.
+    pub sample: Sample,
+    /// Its points.
+    pub profile: CsdProfile,
+}
+
 struct Ctx<'a> {
     hw: Hardware,
     m: ModelShape,
     csd: &'a CsdProfile,
+    boards: &'a [Board],
     out: &'a Path,
     report: String,
 }
@@ -477,42 +488,48 @@ fn fig_compression(c: &mut Ctx<'_>) -> Result<(), RunError> {
 
 fn fig_channels(c: &mut Ctx<'_>) -> Result<(), RunError> {
     let mut csv = String::from(
-        "heads,s,method,seqs,decode_virtual_us,channel_utilization,fraction_of_channel_bw,engine_busy_fraction,die_array_busy_fraction\n",
+        "page_size,heads,s,method,seqs,decode_virtual_us,channel_utilization,fraction_of_channel_bw,engine_busy_fraction,die_array_busy_fraction\n",
     );
     let mut lines_out = Vec::new();
-    for p in &c.csd.points {
-        let method = p.compression.map_or("dense".to_string(), |x| {
-            format!("sparf-1/{}", (1.0 / x).round())
-        });
-        let _ = writeln!(
-            csv,
-            "{},{},{method},{},{:.1},{:.4},{:.4},{:.4},{:.4}",
-            p.heads,
-            p.s,
-            p.seqs,
-            p.decode_ns as f64 / 1e3,
-            p.channel_utilization(),
-            p.fraction_of_channel_bandwidth(),
-            p.engine_busy_ns as f64 / p.decode_ns.max(1) as f64,
-            p.flash_busy_ns as f64 / (p.dies as f64 * p.decode_ns.max(1) as f64)
-        );
-        if p.heads == c.m.heads {
-            lines_out.push((method, p.s, p.fraction_of_channel_bandwidth()));
+    for b in c.boards {
+        let kib = b.sample.page_size / 1024;
+        for p in &b.profile.points {
+            let method = method_name(p.compression);
+            let _ = writeln!(
+                csv,
+                "{},{},{},{method},{},{:.1},{:.4},{:.4},{:.4},{:.4}",
+                b.sample.page_size,
+                p.heads,
+                p.s,
+                p.seqs,
+                p.decode_ns as f64 / 1e3,
+                p.channel_utilization(),
+                p.fraction_of_channel_bandwidth(),
+                p.engine_busy_ns as f64 / p.decode_ns.max(1) as f64,
+                p.flash_busy_ns as f64 / (p.dies as f64 * p.decode_ns.max(1) as f64)
+            );
+            if p.heads == c.m.heads {
+                lines_out.push((
+                    format!("{method} {kib} KiB"),
+                    p.s,
+                    p.fraction_of_channel_bandwidth(),
+                ));
+            }
         }
     }
     write(&c.out.join("channels.csv"), &csv)?;
     let mut series: Vec<Series> = Vec::new();
-    for name in [
-        "dense".to_string(),
-        format!("sparf-1/{}", (1.0 / SPARSE).round()),
-    ] {
-        let pts: Vec<(f64, f64)> = lines_out
-            .iter()
-            .filter(|(m, _, _)| *m == name)
-            .map(|&(_, s, f)| (s as f64, 100.0 * f))
-            .collect();
-        if !pts.is_empty() {
-            series.push((name, pts));
+    for b in c.boards {
+        for method in [method_name(None), method_name(Some(SPARSE))] {
+            let name = format!("{method} {} KiB", b.sample.page_size / 1024);
+            let pts: Vec<(f64, f64)> = lines_out
+                .iter()
+                .filter(|(m, _, _)| *m == name)
+                .map(|&(_, s, f)| (s as f64, 100.0 * f))
+                .collect();
+            if !pts.is_empty() {
+                series.push((name, pts));
+            }
         }
     }
     lines(
@@ -535,28 +552,54 @@ fn fig_channels(c: &mut Ctx<'_>) -> Result<(), RunError> {
     Ok(())
 }
 
+/// `dense` or `sparf-1/N`.
+pub fn method_name(compression: Option<f64>) -> String {
+    compression.map_or("dense".to_string(), |x| {
+        format!("sparf-1/{}", (1.0 / x).round())
+    })
+}
+
 /// Runs the figures; returns the report printed to stdout.
 pub fn run_paper(p: &PaperParams) -> Result<String, RunError> {
-    if p.figures.is_empty() || p.contexts.is_empty() || p.seqs == 0 {
+    if p.figures.is_empty() || p.contexts.is_empty() || p.seqs == 0 || p.page_sizes.is_empty() {
         return Err(input(
-            "bench paper needs a figure, a context and a sequence",
+            "bench paper needs a figure, a context, a sequence and a page size",
         ));
     }
     std::fs::create_dir_all(&p.out).map_err(|e| out_err(&p.out, e))?;
     let m = ModelShape::OPT_13B;
-    let specs = specs(p, &m);
     let t0 = Instant::now();
-    eprintln!(
-        "simulating {} CSD points (OPT-13B heads, d = 128, {} sequences each)…",
-        specs.len(),
-        p.seqs
-    );
-    let csd = profile_csd(&m, &p.source, &specs, p.seqs, p.page_size)?;
+    let mut boards = Vec::new();
+    let mut points = 0;
+    for (i, &page_size) in p.page_sizes.iter().enumerate() {
+        // Every figure on the first board; the others for the channels figure.
+        let specs = if i == 0 {
+            specs(p, &m)
+        } else if p.figures.contains(&Figure::Channels) {
+            let channels = PaperParams {
+                figures: vec![Figure::Channels],
+                ..p.clone()
+            };
+            specs(&channels, &m)
+        } else {
+            continue;
+        };
+        let sample = Sample::paper(page_size, p.seqs);
+        eprintln!(
+            "simulating {} CSD points at {page_size}-byte pages (OPT-13B heads, d = 128, {} sequences each)…",
+            specs.len(),
+            p.seqs
+        );
+        points += specs.len();
+        let profile = profile_csd(&m, &p.source, &specs, &sample)?;
+        boards.push(Board { sample, profile });
+    }
     let sim_s = t0.elapsed().as_secs_f64();
     let mut c = Ctx {
         hw: Hardware::default(),
         m,
-        csd: &csd,
+        csd: &boards[0].profile,
+        boards: &boards,
         out: &p.out,
         report: String::new(),
     };
@@ -564,11 +607,40 @@ pub fn run_paper(p: &PaperParams) -> Result<String, RunError> {
         c.report,
         "bench paper: OPT-13B, 1024 prompt + 1024 output tokens; host side modelled (A6000, PCIe, 980 PRO), \
          CSD side simulated ({} points, {} sequences each, {}, {:.1} s wall to simulate)",
-        specs.len(),
+        points,
         p.seqs,
         p.source.describe(),
         sim_s
     );
+    let d = m.head_dim as u16;
+    for b in &boards {
+        let g = b.sample.geometry();
+        let dim_group = b.sample.dim_group(d);
+        let _ = writeln!(
+            c.report,
+            "  board: {} KiB pages, {} x {} dies, {} tokens per token page, dim group {dim_group} ({} tokens per dim page, from the {}-token prompt), \
+             group-buffer DRAM {} B{}{}",
+            b.sample.page_size / 1024,
+            g.channels,
+            g.ways,
+            g.tokens_per_page(d),
+            g.tokens_per_dim_page(dim_group),
+            b.sample.prompt,
+            b.sample.dram_budget(d),
+            b.sample
+                .scaled_to
+                .map_or(String::new(), |(layers, batch)| format!(
+                    " (the board's {} MiB x {} seqs / ({layers} layers x batch {batch}))",
+                    board_sim::SimConfig::new(b.sample.page_size).dram_budget >> 20,
+                    b.sample.seqs
+                )),
+            if std::ptr::eq(b, &boards[0]) {
+                "; every figure"
+            } else {
+                "; channels and points only"
+            }
+        );
+    }
     for f in &p.figures {
         match f {
             Figure::Throughput => fig_throughput(&mut c)?,
@@ -579,6 +651,7 @@ pub fn run_paper(p: &PaperParams) -> Result<String, RunError> {
             Figure::P2p => fig_p2p(&mut c)?,
         }
     }
+    super::csd_points::write_points(&boards, d, &p.out, &mut c.report)?;
     let mut params = String::from("name,value,source\n");
     for (name, prm) in c.hw.params() {
         let _ = writeln!(params, "{name},{},\"{}\"", prm.value, prm.source);

@@ -235,3 +235,78 @@ pub fn lines(
         .map_err(|e| out_err(path, e))?;
     root.present().map_err(|e| out_err(path, e))
 }
+
+/// One group of a [`bars`] chart: its name and one value per category.
+pub type BarSeries = (String, Vec<f64>);
+
+/// A grouped bar chart into a PNG at `path`: for each category (its name
+/// under the x axis), one bar per series, y from 0 to `y_max`.
+pub fn bars(
+    path: &Path,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    categories: &[String],
+    series: &[BarSeries],
+    y_max: f64,
+) -> Result<(), RunError> {
+    if categories.is_empty() || series.is_empty() {
+        return Err(out_err(path, "nothing to plot"));
+    }
+    load_font(path)?;
+    let n = categories.len();
+    let width = (n as u32 * 95 + 160).max(900);
+    let root = BitMapBackend::new(path, (width, 600)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| out_err(path, e))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 24))
+        .margin(20)
+        .x_label_area_size(60)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0.0..n as f64, 0.0..y_max)
+        .map_err(|e| out_err(path, e))?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(0)
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .y_label_formatter(&|y| format!("{y:.2}"))
+        .draw()
+        .map_err(|e| out_err(path, e))?;
+    let colors = [RED, BLUE, GREEN, MAGENTA, CYAN, BLACK];
+    let w = 0.8 / series.len() as f64;
+    for (j, (name, values)) in series.iter().enumerate() {
+        let c = colors[j % colors.len()];
+        let x0 = 0.1 + j as f64 * w;
+        chart
+            .draw_series(values.iter().enumerate().map(|(i, &v)| {
+                let x = i as f64 + x0;
+                Rectangle::new([(x, 0.0), (x + w, v.min(y_max))], c.filled())
+            }))
+            .map_err(|e| out_err(path, e))?
+            .label(name.clone())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(|e| out_err(path, e))?;
+    let style =
+        ("sans-serif", 13)
+            .into_font()
+            .color(&BLACK)
+            .pos(plotters::style::text_anchor::Pos::new(
+                plotters::style::text_anchor::HPos::Center,
+                plotters::style::text_anchor::VPos::Top,
+            ));
+    for (i, name) in categories.iter().enumerate() {
+        let (x, y) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
+        root.draw(&Text::new(name.clone(), (x, y + 6), style.clone()))
+            .map_err(|e| out_err(path, e))?;
+    }
+    root.present().map_err(|e| out_err(path, e))
+}

@@ -219,6 +219,16 @@ fn bench_paper_smoke_writes_every_figure() {
         }
     }
     assert!(report.contains("paper 6.85x"), "{report}");
+    for f in ["points.csv", "utilisation.png"] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    // One line per point with its bound; SparF's also against dense.
+    let bounds: Vec<&str> = report
+        .lines()
+        .filter(|l| l.contains(" us, bound "))
+        .collect();
+    assert!(bounds.len() >= 4, "{report}");
+    assert!(bounds.iter().any(|l| l.contains("of dense's")), "{report}");
     assert!(
         report.contains("% of the aggregate channel bandwidth"),
         "{report}"
@@ -255,7 +265,7 @@ fn bench_host_smoke() {
 /// trace, or a head dim that does not pair up, is refused.
 #[test]
 fn csd_points_run_on_a_trace() {
-    use crate::cost::csd::{CsdSpec, profile_csd};
+    use crate::cost::csd::{CsdSpec, Sample, profile_csd};
     use crate::cost::trace::Trace;
     use crate::cost::{KvSource, ModelShape};
     let (kvh, s, d) = (2usize, 1024usize, 64usize);
@@ -277,12 +287,13 @@ fn csd_points_run_on_a_trace() {
         compression: Some(0.125),
     };
     let source = KvSource::Trace(t.clone());
-    let p = profile_csd(&m, &source, &[spec(1024)], 1, 16384).expect("trace points");
+    let p =
+        profile_csd(&m, &source, &[spec(1024)], &Sample::paper(16384, 1)).expect("trace points");
     assert!(p.points[0].decode_ns > 0 && p.points[0].pages_read > 0);
-    assert!(profile_csd(&m, &source, &[spec(2048)], 1, 16384).is_err());
+    assert!(profile_csd(&m, &source, &[spec(2048)], &Sample::paper(16384, 1)).is_err());
     let narrow = ModelShape {
         head_dim: 96,
         ..ModelShape::OPT_13B
     };
-    assert!(profile_csd(&narrow, &source, &[spec(1024)], 1, 16384).is_err());
+    assert!(profile_csd(&narrow, &source, &[spec(1024)], &Sample::paper(16384, 1)).is_err());
 }
