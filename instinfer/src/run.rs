@@ -9,6 +9,7 @@
 //! | `bench_solid` | SolidAttention with the real model: KV in DRAM vs on the SSD with and without prefetch vs dense SSD offload, and a random-read probe (Linux) |
 //! | [`bench_model`] | prefill and decode tokens/s of the real model, host vs simulated CSD |
 //! | [`eval`] | perplexity of the model per attention method and compression |
+//! | [`flexgen_probe`] | FlexGen's disk → host rate on this machine, for `bench paper` |
 //! | [`generate`] | `instinfer run`: text generation with attention in the drive |
 //! | [`plot`] | the evaluation's perplexity-vs-compression chart |
 //! | [`ssd`] | the SSD KV backend (SolidAttention) for `run`, `eval` and `bench solid` |
@@ -29,6 +30,7 @@ pub mod bench_solid;
 pub mod cancel;
 pub mod demo;
 pub mod eval;
+pub mod flexgen_probe;
 pub mod generate;
 pub mod plot;
 pub mod sim;
