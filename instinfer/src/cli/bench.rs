@@ -151,6 +151,10 @@ pub struct PaperArgs {
     /// queries instead of synthetic data.
     #[arg(long)]
     trace: Option<std::path::PathBuf>,
+    /// MB of KV files the FlexGen disk probe reads (written under --out,
+    /// removed after); 0 skips it and FlexGen's fitted rate stands in.
+    #[arg(long, default_value_t = 256)]
+    flexgen_probe_mb: u64,
 }
 
 /// Arguments of `bench model`.
@@ -267,6 +271,7 @@ pub fn run(c: Command) -> Result<(), RunError> {
                 out: a.out,
                 seqs: a.seqs,
                 source,
+                probe_bytes: a.flexgen_probe_mb << 20,
                 ..PaperParams::default()
             };
             if a.quick {
