@@ -9,7 +9,9 @@
 //! | `bench_solid` | SolidAttention with the real model: KV in DRAM vs on the SSD with and without prefetch vs dense SSD offload, and a random-read probe (Linux) |
 //! | [`bench_model`] | prefill and decode tokens/s of the real model, host vs simulated CSD |
 //! | [`eval`] | perplexity of the model per attention method and compression |
+//! | [`flexgen_probe`] | FlexGen's disk → host rate on this machine, for `bench paper` |
 //! | [`generate`] | `instinfer run`: text generation with attention in the drive |
+//! | [`bench_seqs`] | `bench paper --figure seqs`: sequences in flight per CSD, where the time per sequence stops falling |
 //! | [`csd_points`] | `bench paper`'s table of simulated CSD points: busy fractions, bound, SparF against dense |
 //! | [`plot`] | the evaluation's perplexity-vs-compression chart |
 //! | [`ssd`] | the SSD KV backend (SolidAttention) for `run`, `eval` and `bench solid` |
@@ -25,12 +27,14 @@ pub mod bench_host;
 pub mod bench_model;
 pub mod bench_p2p;
 pub mod bench_paper;
+pub mod bench_seqs;
 #[cfg(target_os = "linux")]
 pub mod bench_solid;
 pub mod cancel;
 pub mod csd_points;
 pub mod demo;
 pub mod eval;
+pub mod flexgen_probe;
 pub mod generate;
 pub mod plot;
 pub mod sim;

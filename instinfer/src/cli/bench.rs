@@ -135,7 +135,7 @@ pub struct HostArgs {
 /// Arguments of `bench paper`.
 #[derive(Debug, clap::Args)]
 pub struct PaperArgs {
-    /// Figure: all, throughput, breakdown, csds, compression or channels.
+    /// Figure: all, throughput, breakdown, csds, compression, channels, p2p or seqs.
     #[arg(long, default_value = "all")]
     figure: String,
     /// Output folder for the CSVs and PNGs.
@@ -156,6 +156,10 @@ pub struct PaperArgs {
     /// channels figure and the point table also on the others.
     #[arg(long, default_value = "4096", value_delimiter = ',', value_parser = super::page_size_parser())]
     page_size: Vec<String>,
+    /// MB of KV files the FlexGen disk probe reads (written under --out,
+    /// removed after); 0 skips it and FlexGen's fitted rate stands in.
+    #[arg(long, default_value_t = 256)]
+    flexgen_probe_mb: u64,
 }
 
 /// Arguments of `bench model`.
@@ -273,6 +277,7 @@ pub fn run(c: Command) -> Result<(), RunError> {
                 seqs: a.seqs,
                 page_sizes: a.page_size.iter().map(|s| super::page_size(s)).collect(),
                 source,
+                probe_bytes: a.flexgen_probe_mb << 20,
                 ..PaperParams::default()
             };
             if a.quick {

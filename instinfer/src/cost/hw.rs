@@ -81,6 +81,23 @@ pub struct Hardware {
     /// Fixed cost of one GPU ↔ host copy (the bounce when the CSDs cannot
     /// reach GPU memory peer to peer), s.
     pub bounce_copy_latency: Param,
+    /// FlexGen's disk → host rate as measured on this machine (replaced by
+    /// `bench paper` with its probe's result), B/s.
+    pub flexgen_disk_measured: Param,
+    /// FlexGen's disk → host rate fitted by its own cost model, B/s.
+    pub flexgen_disk_fitted: Param,
+    /// FlexGen's copy threads (disk ↔ host ↔ GPU).
+    pub flexgen_copy_threads: Param,
+    /// FlexGen's per-layer synchronisation (copy queue join and CUDA
+    /// synchronise), s.
+    pub flexgen_layer_sync: Param,
+    /// Host memory copy into freshly pinned memory (FlexGen's relay for KV
+    /// held in unpinned host memory), B/s.
+    pub host_memcpy: Param,
+    /// FlexGen's KV quantisation group (values per group).
+    pub flexgen_kv_group: Param,
+    /// FlexGen's KV quantisation bits per value.
+    pub flexgen_kv_bits: Param,
 }
 
 impl Default for Hardware {
@@ -125,6 +142,34 @@ impl Default for Hardware {
                 10e-6,
                 "assumption: one cudaMemcpy call and its synchronization (the simulated board's GpuModel uses the same 10 us)",
             ),
+            flexgen_disk_measured: p(
+                0.473e9,
+                "not measured in this run: FlexGen's fitted disk-to-CPU rate stands in",
+            ),
+            flexgen_disk_fitted: p(
+                0.473e9,
+                "FlexLLMGen experimental/cost_model.py CostModelConfig.dtoc_bdw: disk-to-CPU 0.473 GB/s fitted on its GCP T4 machine",
+            ),
+            flexgen_copy_threads: p(
+                4.0,
+                "FlexLLMGen flexllmgen/pytorch_backend.py TorchDisk: num_copy_threads=4",
+            ),
+            flexgen_layer_sync: p(
+                20e-6,
+                "assumption: FlexLLMGen flex_opt.py OptLM.sync joins the disk copy queue and calls torch.cuda.synchronize once per layer; two 10 us round trips",
+            ),
+            host_memcpy: p(
+                10e9,
+                "assumption: one core copying unpinned host memory into pinned memory (torch pin_memory, FlexLLMGen pytorch_backend.py general_copy)",
+            ),
+            flexgen_kv_group: p(
+                64.0,
+                "FlexLLMGen flex_opt.py run_flexllmgen: comp_cache_config CompressionConfig(num_bits=4, group_size=64, group_dim=2)",
+            ),
+            flexgen_kv_bits: p(
+                4.0,
+                "FlexLLMGen flex_opt.py run_flexllmgen: comp_cache_config num_bits=4 (compression.py asserts 4)",
+            ),
         }
     }
 }
@@ -145,6 +190,13 @@ impl Hardware {
             ("host_kv_capacity", self.host_kv_capacity),
             ("swap_bw", self.swap_bw),
             ("bounce_copy_latency", self.bounce_copy_latency),
+            ("flexgen_disk_measured", self.flexgen_disk_measured),
+            ("flexgen_disk_fitted", self.flexgen_disk_fitted),
+            ("flexgen_copy_threads", self.flexgen_copy_threads),
+            ("flexgen_layer_sync", self.flexgen_layer_sync),
+            ("host_memcpy", self.host_memcpy),
+            ("flexgen_kv_group", self.flexgen_kv_group),
+            ("flexgen_kv_bits", self.flexgen_kv_bits),
         ]
     }
 }

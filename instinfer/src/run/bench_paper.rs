@@ -10,11 +10,18 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+mod headline;
+
+use headline::headline;
+
+use super::flexgen_probe::{ProbeShape, probe};
 use super::plot::{Series, lines};
 use super::{RunError, input};
 use crate::cost::csd::{CsdSpec, Sample, profile_csd};
 use crate::cost::systems::{JobTime, System, Workload, throughput};
-use crate::cost::{CsdProfile, Hardware, KvSource, ModelShape, instinfer_data_paths};
+use crate::cost::{
+    CsdProfile, FlexGen, Hardware, KvHome, KvSource, ModelShape, Param, instinfer_data_paths,
+};
 
 /// Which figure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,17 +38,20 @@ pub enum Figure {
     Channels,
     /// Peer-to-peer GPU ↔ CSD transfers against a bounce through host memory.
     P2p,
+    /// Sequences in flight on one CSD: time per sequence at 1, 2, 4, 8.
+    Seqs,
 }
 
 impl Figure {
     /// Every figure.
-    pub const ALL: [Figure; 6] = [
+    pub const ALL: [Figure; 7] = [
         Figure::Throughput,
         Figure::Breakdown,
         Figure::Csds,
         Figure::Compression,
         Figure::Channels,
         Figure::P2p,
+        Figure::Seqs,
     ];
 
     /// Its name (file stem and CLI value).
@@ -53,6 +63,7 @@ impl Figure {
             Self::Compression => "compression",
             Self::Channels => "channels",
             Self::P2p => "p2p",
+            Self::Seqs => "seqs",
         }
     }
 
@@ -78,6 +89,9 @@ pub struct PaperParams {
     pub contexts: Vec<usize>,
     /// Where the simulated keys, values and queries come from.
     pub source: KvSource,
+    /// Bytes the FlexGen disk probe reads (0: no probe, FlexGen's fitted
+    /// rate stands in for the measured one).
+    pub probe_bytes: u64,
 }
 
 impl Default for PaperParams {
@@ -89,6 +103,7 @@ impl Default for PaperParams {
             page_sizes: vec![4096],
             contexts: vec![1024, 1536, 2048],
             source: KvSource::Synthetic,
+            probe_bytes: 256 << 20,
         }
     }
 }
@@ -106,6 +121,29 @@ const BATCHES: [usize; 7] = [4, 8, 16, 32, 64, 128, 256];
 const SPARSE: f64 = 0.125;
 const COMPRESSIONS: [f64; 4] = [0.5, 0.25, 0.125, 0.0625];
 const CSD_COUNTS: [usize; 3] = [1, 2, 20];
+
+/// FlexGen as published (the system the paper compared with), at the disk
+/// rate measured in this run.
+const FLEXGEN: System = System::FlexGen(FlexGen::PUBLISHED);
+/// The same with SparQ at [`SPARSE`] (the paper's FlexGen-SparQ).
+const FLEXGEN_SPARQ: System = System::FlexGen(FlexGen {
+    sparq: Some(SPARSE),
+    ..FlexGen::PUBLISHED
+});
+/// FlexGen with its KV in host memory while it fits.
+const FLEXGEN_HOST: System = System::FlexGen(FlexGen {
+    home: KvHome::HostWhileFits,
+    ..FlexGen::PUBLISHED
+});
+/// FlexGen with its 4-bit KV.
+const FLEXGEN_4BIT: System = System::FlexGen(FlexGen {
+    four_bit: true,
+    ..FlexGen::PUBLISHED
+});
+/// FlexGen as published at its own fitted disk rate.
+const FLEXGEN_FIT: System = System::FlexGen(FlexGen::PUBLISHED.fitted());
+/// The ideal host SSD offload with SparQ.
+const IDEAL_SPARQ: System = System::IdealSsdSparq(SPARSE);
 
 fn out_err(path: &Path, e: impl std::fmt::Display) -> RunError {
     RunError::Output {
@@ -161,6 +199,8 @@ fn specs(p: &PaperParams, m: &ModelShape) -> Vec<CsdSpec> {
                 add(m.heads, Some(SPARSE), &ends);
                 add(m.heads.div_ceil(2), Some(SPARSE), &ends);
             }
+            // Its own samples (`bench_seqs`).
+            Figure::Seqs => {}
         }
     }
     v
@@ -198,16 +238,30 @@ impl Ctx<'_> {
         );
     }
 
-    /// FlexGen's (or FlexGen-SparQ's) best throughput over its batches.
-    fn best(&self, sys: System) -> Result<f64, RunError> {
-        let mut best = 0.0f64;
+    /// The same ratio against another baseline, printed under a comparison.
+    fn beside(&mut self, against: System, ours: f64, unit: &str) {
+        let _ = writeln!(
+            self.report,
+            "    beside it, against the {}: {ours:.2}{unit}",
+            against.name()
+        );
+    }
+
+    /// A system's best throughput over its feasible batches, and the batch.
+    fn best_at(&self, sys: System) -> Result<(f64, usize), RunError> {
+        let mut best = (0.0f64, 0);
         for b in BATCHES {
             let j = self.job(sys, b)?;
-            if !j.infeasible {
-                best = best.max(j.tokens_per_s);
+            if !j.infeasible && j.tokens_per_s > best.0 {
+                best = (j.tokens_per_s, b);
             }
         }
         Ok(best)
+    }
+
+    /// A system's best throughput over its feasible batches.
+    fn best(&self, sys: System) -> Result<f64, RunError> {
+        self.best_at(sys).map(|(t, _)| t)
     }
 }
 
@@ -218,8 +272,13 @@ fn inst(compression: Option<f64>, csds: usize) -> System {
 fn fig_throughput(c: &mut Ctx<'_>) -> Result<(), RunError> {
     let systems = [
         System::DeepSpeed,
-        System::FlexGen,
-        System::FlexGenSparq(SPARSE),
+        System::IdealSsd,
+        IDEAL_SPARQ,
+        FLEXGEN,
+        FLEXGEN_FIT,
+        FLEXGEN_HOST,
+        FLEXGEN_4BIT,
+        FLEXGEN_SPARQ,
         inst(None, 1),
         inst(Some(SPARSE), 1),
     ];
@@ -244,7 +303,11 @@ fn fig_throughput(c: &mut Ctx<'_>) -> Result<(), RunError> {
                 pts.push((b as f64, j.tokens_per_s));
             }
         }
-        series.push((sys.name(), pts));
+        // The chart has seven colours: the fitted-rate and SparQ baselines
+        // are in the CSV only.
+        if !matches!(sys, FLEXGEN_FIT | FLEXGEN_SPARQ | IDEAL_SPARQ) {
+            series.push((sys.name(), pts));
+        }
     }
     write(&c.out.join("throughput.csv"), &csv)?;
     lines(
@@ -256,23 +319,42 @@ fn fig_throughput(c: &mut Ctx<'_>) -> Result<(), RunError> {
         true,
         true,
     )?;
-    let flex64 = c.job(System::FlexGen, 64)?.tokens_per_s;
     let inst64 = c.job(inst(None, 1), 64)?.tokens_per_s;
-    let flex_best = c.best(System::FlexGen)?;
     let sparf256 = c.job(inst(Some(SPARSE), 1), 256)?.tokens_per_s;
-    let _ = writeln!(c.report, "throughput (throughput.csv, throughput.png):");
-    c.compare(
-        "InstI / FlexGen, batch 64, dense",
-        6.85,
-        inst64 / flex64,
-        "x",
+    let _ = writeln!(
+        c.report,
+        "throughput (throughput.csv: every system; throughput.png: all but the fitted-rate and SparQ baselines); \
+         the paper compared with FlexGen as published:"
     );
-    c.compare(
-        "InstI-SparF 1/8 batch 256 / FlexGen (its best batch)",
-        11.1,
-        sparf256 / flex_best,
-        "x",
-    );
+    for (sys, beside) in [(FLEXGEN, false), (System::IdealSsd, true)] {
+        let ratio = inst64 / c.job(sys, 64)?.tokens_per_s;
+        if beside {
+            c.beside(sys, ratio, "x");
+        } else {
+            c.compare(
+                &format!("InstI / {}, batch 64, dense", sys.name()),
+                6.85,
+                ratio,
+                "x",
+            );
+        }
+    }
+    for (sys, beside) in [(FLEXGEN, false), (System::IdealSsd, true)] {
+        let ratio = sparf256 / c.best(sys)?;
+        if beside {
+            c.beside(sys, ratio, "x");
+        } else {
+            c.compare(
+                &format!(
+                    "InstI-SparF 1/8 batch 256 / {} (its best batch)",
+                    sys.name()
+                ),
+                11.1,
+                ratio,
+                "x",
+            );
+        }
+    }
     let ds = |b| c.job(System::DeepSpeed, b).map(|j| j.tokens_per_s);
     let (ds16, ds32) = (ds(16)?, ds(32)?);
     c.compare(
@@ -281,17 +363,21 @@ fn fig_throughput(c: &mut Ctx<'_>) -> Result<(), RunError> {
         ds16 / ds32,
         "x",
     );
-    Ok(())
+    headline(c)
 }
 
 fn fig_breakdown(c: &mut Ctx<'_>) -> Result<(), RunError> {
+    // The paper's shares are FlexGen's as published; the ideal lines are
+    // shown beside them with no paper value.
     let systems = [
-        (System::FlexGen, 98.9),
-        (inst(None, 1), 80.7),
-        (inst(None, 2), 76.4),
-        (System::FlexGenSparq(SPARSE), 92.4),
-        (inst(Some(SPARSE), 1), 82.3),
-        (inst(Some(SPARSE), 2), 74.0),
+        (FLEXGEN, Some(98.9)),
+        (System::IdealSsd, None),
+        (inst(None, 1), Some(80.7)),
+        (inst(None, 2), Some(76.4)),
+        (FLEXGEN_SPARQ, Some(92.4)),
+        (IDEAL_SPARQ, None),
+        (inst(Some(SPARSE), 1), Some(82.3)),
+        (inst(Some(SPARSE), 2), Some(74.0)),
     ];
     let mut csv = String::from("system,kv_access_s,compute_s,kv_share_pct,paper_kv_share_pct\n");
     let (mut ours, mut paper) = (Vec::new(), Vec::new());
@@ -304,31 +390,41 @@ fn fig_breakdown(c: &mut Ctx<'_>) -> Result<(), RunError> {
         let share = 100.0 * j.kv_share();
         let _ = writeln!(
             csv,
-            "{},{:.3},{:.3},{:.1},{p}",
+            "{},{:.3},{:.3},{:.1},{}",
             sys.name(),
             j.kv_s,
             j.compute_s,
-            share
+            share,
+            p.map_or(String::new(), |p| p.to_string())
         );
         ours.push((i as f64, share));
-        paper.push((i as f64, *p));
-        c.compare(&format!("KV access share, {}", sys.name()), *p, share, "%");
+        match p {
+            Some(p) => {
+                paper.push((i as f64, *p));
+                c.compare(&format!("KV access share, {}", sys.name()), *p, share, "%");
+            }
+            None => {
+                let _ = writeln!(
+                    c.report,
+                    "  KV access share, {}: ours {share:.2}% (no paper value)",
+                    sys.name()
+                );
+            }
+        }
     }
-    let fg = c.job(System::FlexGen, 64)?.kv_s;
     let dense = c.job(inst(None, 1), 64)?.kv_s;
     let sparse = c.job(inst(Some(SPARSE), 1), 64)?.kv_s;
-    c.compare(
-        "KV access time cut vs FlexGen, InstI dense",
-        88.1,
-        100.0 * (1.0 - dense / fg),
-        "%",
-    );
-    c.compare(
-        "KV access time cut vs FlexGen, InstI-SparF",
-        94.0,
-        100.0 * (1.0 - sparse / fg),
-        "%",
-    );
+    for (what, paper, inst_kv) in [("dense", 88.1, dense), ("SparF", 94.0, sparse)] {
+        let fg = c.job(FLEXGEN, 64)?.kv_s;
+        c.compare(
+            &format!("KV access time cut vs {}, InstI {what}", FLEXGEN.name()),
+            paper,
+            100.0 * (1.0 - inst_kv / fg),
+            "%",
+        );
+        let ideal = c.job(System::IdealSsd, 64)?.kv_s;
+        c.beside(System::IdealSsd, 100.0 * (1.0 - inst_kv / ideal), "%");
+    }
     write(&c.out.join("breakdown.csv"), &csv)?;
     let names: Vec<String> = systems.iter().map(|(s, _)| s.name()).collect();
     lines(
@@ -424,21 +520,19 @@ fn fig_csds(c: &mut Ctx<'_>) -> Result<(), RunError> {
         true,
         true,
     )?;
-    let flex_best = c.best(System::FlexGen)?;
-    let sparq_best = c.best(System::FlexGenSparq(SPARSE))?;
     let _ = writeln!(c.report, "CSDs (csds.csv, csds.png):");
-    c.compare(
-        "InstI-2 dense batch 256 / FlexGen best",
-        10.5,
-        dense_pts[1].1 / flex_best,
-        "x",
-    );
-    c.compare(
-        "InstI-2-SparF batch 256 / FlexGen-SparQ best",
-        3.11,
-        sparse_pts[1].1 / sparq_best,
-        "x",
-    );
+    for (what, paper, ours, published, ideal) in [
+        ("dense", 10.5, dense_pts[1].1, FLEXGEN, System::IdealSsd),
+        ("SparF", 3.11, sparse_pts[1].1, FLEXGEN_SPARQ, IDEAL_SPARQ),
+    ] {
+        c.compare(
+            &format!("InstI-2 {what} batch 256 / {} best", published.name()),
+            paper,
+            ours / c.best(published)?,
+            "x",
+        );
+        c.beside(ideal, ours / c.best(ideal)?, "x");
+    }
     c.compare(
         "20 CSDs / 1, dense",
         8.99,
@@ -559,6 +653,51 @@ pub fn method_name(compression: Option<f64>) -> String {
     })
 }
 
+/// Source of the FlexGen disk rate when the probe ran.
+const MEASURED: &str = "measured on this machine, same run: bench paper's FlexGen disk probe \
+    (instinfer/src/run/flexgen_probe.rs; FlexGen's file layout and one decode step's reads, 4 copy threads, \
+    cold page cache), wall clock";
+
+/// Runs the FlexGen disk probe when a figure uses FlexGen and puts its
+/// rate into `hw`; returns the report's line about it.
+fn flexgen_disk_rate(p: &PaperParams, hw: &mut Hardware) -> Result<Option<String>, RunError> {
+    let uses_flexgen = p
+        .figures
+        .iter()
+        .any(|f| matches!(f, Figure::Throughput | Figure::Breakdown | Figure::Csds));
+    if !uses_flexgen {
+        return Ok(None);
+    }
+    if p.probe_bytes == 0 {
+        return Ok(Some(format!(
+            "FlexGen disk probe: not run; FlexGen's fitted {:.3} GB/s stands in",
+            hw.flexgen_disk_fitted.value / 1e9
+        )));
+    }
+    let shape = ProbeShape::opt_13b(p.probe_bytes);
+    eprintln!(
+        "measuring FlexGen's disk -> host rate ({} MB of KV files, cold page cache)…",
+        2 * shape.layers * shape.file_bytes() / 1_000_000
+    );
+    let r = probe(&p.out, &shape)?;
+    hw.flexgen_disk_measured = Param {
+        value: r.bytes_per_s(),
+        source: MEASURED,
+    };
+    Ok(Some(format!(
+        "FlexGen disk probe (wall clock, this machine): {:.1} MB in {:.2} s wall = {:.3} GB/s wall \
+         ({} layers x K and V prefixes of {} of {} rows x {} B, {} copy threads, cold page cache)",
+        r.bytes as f64 / 1e6,
+        r.wall_s,
+        r.bytes_per_s() / 1e9,
+        shape.layers,
+        shape.rows_read,
+        shape.rows,
+        shape.row_bytes,
+        super::flexgen_probe::COPY_THREADS
+    )))
+}
+
 /// Runs the figures; returns the report printed to stdout.
 pub fn run_paper(p: &PaperParams) -> Result<String, RunError> {
     if p.figures.is_empty() || p.contexts.is_empty() || p.seqs == 0 || p.page_sizes.is_empty() {
@@ -568,13 +707,23 @@ pub fn run_paper(p: &PaperParams) -> Result<String, RunError> {
     }
     std::fs::create_dir_all(&p.out).map_err(|e| out_err(&p.out, e))?;
     let m = ModelShape::OPT_13B;
+    let mut hw = Hardware::default();
+    let probe_line = flexgen_disk_rate(p, &mut hw)?;
     let t0 = Instant::now();
     let mut boards = Vec::new();
     let mut points = 0;
     for (i, &page_size) in p.page_sizes.iter().enumerate() {
         // Every figure on the first board; the others for the channels figure.
         let specs = if i == 0 {
-            specs(p, &m)
+            let mut all = specs(p, &m);
+            if p.figures.contains(&Figure::Throughput) {
+                for sp in headline::specs(p, &m) {
+                    if !all.contains(&sp) {
+                        all.push(sp);
+                    }
+                }
+            }
+            all
         } else if p.figures.contains(&Figure::Channels) {
             let channels = PaperParams {
                 figures: vec![Figure::Channels],
@@ -596,7 +745,7 @@ pub fn run_paper(p: &PaperParams) -> Result<String, RunError> {
     }
     let sim_s = t0.elapsed().as_secs_f64();
     let mut c = Ctx {
-        hw: Hardware::default(),
+        hw,
         m,
         csd: &boards[0].profile,
         boards: &boards,
@@ -612,6 +761,9 @@ pub fn run_paper(p: &PaperParams) -> Result<String, RunError> {
         p.source.describe(),
         sim_s
     );
+    if let Some(line) = probe_line {
+        let _ = writeln!(c.report, "{line}");
+    }
     let d = m.head_dim as u16;
     for b in &boards {
         let g = b.sample.geometry();
@@ -649,6 +801,10 @@ pub fn run_paper(p: &PaperParams) -> Result<String, RunError> {
             Figure::Compression => fig_compression(&mut c)?,
             Figure::Channels => fig_channels(&mut c)?,
             Figure::P2p => fig_p2p(&mut c)?,
+            Figure::Seqs => {
+                let r = super::bench_seqs::run(&c.m, &p.source, &p.page_sizes, &p.out)?;
+                c.report.push_str(&r);
+            }
         }
     }
     super::csd_points::write_points(&boards, d, &p.out, &mut c.report)?;

@@ -137,9 +137,17 @@ mod tests {
 
     #[test]
     fn saturation_is_where_the_time_per_sequence_stops_falling() {
-        let pts = [point(1, 1000), point(2, 1500), point(4, 2960), point(8, 5900)];
+        let pts = [
+            point(1, 1000),
+            point(2, 1500),
+            point(4, 2960),
+            point(8, 5900),
+        ];
         let s = saturation(&pts);
-        assert!(s.starts_with("flat from 2 seqs: arrays saturated (90% busy)"), "{s}");
+        assert!(
+            s.starts_with("flat from 2 seqs: arrays saturated (90% busy)"),
+            "{s}"
+        );
         let falling = [point(1, 1000), point(2, 1500), point(4, 2000)];
         assert!(saturation(&falling).starts_with("still falling at 4 seqs"));
     }

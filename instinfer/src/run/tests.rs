@@ -209,6 +209,7 @@ fn bench_paper_smoke_writes_every_figure() {
         out: out.clone(),
         seqs: 1,
         contexts: vec![1024, 2048],
+        probe_bytes: 0,
         ..PaperParams::default()
     };
     let report = run_paper(&p).expect("bench paper");
@@ -234,7 +235,14 @@ fn bench_paper_smoke_writes_every_figure() {
         "{report}"
     );
     let csv = std::fs::read_to_string(out.join("throughput.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 1 + 7 * 5, "7 batches × 5 systems");
+    assert_eq!(csv.lines().count(), 1 + 7 * 10, "7 batches × 10 systems");
+    let headline = std::fs::read_to_string(out.join("headline.csv")).unwrap();
+    assert_eq!(
+        headline.lines().count(),
+        1 + 6 + 6,
+        "6 InstInfer rows, 6 baselines"
+    );
+    assert!(report.contains("FlexGen as published"), "{report}");
     let _ = std::fs::remove_dir_all(&out);
 }
 
