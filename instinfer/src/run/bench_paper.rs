@@ -807,7 +807,9 @@ pub fn run_paper(p: &PaperParams) -> Result<String, RunError> {
             }
         }
     }
-    super::csd_points::write_points(&boards, d, &p.out, &mut c.report)?;
+    if boards.iter().any(|b| !b.profile.points.is_empty()) {
+        super::csd_points::write_points(&boards, d, &p.out, &mut c.report)?;
+    }
     let mut params = String::from("name,value,source\n");
     for (name, prm) in c.hw.params() {
         let _ = writeln!(params, "{name},{},\"{}\"", prm.value, prm.source);

@@ -93,7 +93,7 @@ fn saturation(points: &[CsdPoint]) -> String {
         if per_seq(&w[1]) > per_seq(&w[0]) * (1.0 - FLAT) {
             let b = w[0].bound();
             return format!(
-                "flat from {} seqs: {} saturated ({:.0}% busy)",
+                "flat from {} seqs; busiest resource {} at {:.0}% busy",
                 w[0].seqs,
                 b.resource.name(),
                 100.0 * busy_fraction(&w[0])
@@ -102,7 +102,7 @@ fn saturation(points: &[CsdPoint]) -> String {
     }
     match points.last() {
         Some(p) => format!(
-            "still falling at {} seqs ({} {:.0}% busy)",
+            "still falling at {} seqs; busiest resource {} at {:.0}% busy",
             p.seqs,
             p.bound().resource.name(),
             100.0 * busy_fraction(p)
@@ -145,7 +145,7 @@ mod tests {
         ];
         let s = saturation(&pts);
         assert!(
-            s.starts_with("flat from 2 seqs: arrays saturated (90% busy)"),
+            s.starts_with("flat from 2 seqs; busiest resource arrays at 90% busy"),
             "{s}"
         );
         let falling = [point(1, 1000), point(2, 1500), point(4, 2000)];
