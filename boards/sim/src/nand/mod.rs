@@ -20,6 +20,7 @@
 pub mod array;
 pub mod faults;
 pub mod schedule;
+pub mod sweep;
 pub mod timing;
 
 use std::collections::BTreeMap;

@@ -1,5 +1,8 @@
 //! NandSim: commands, filters, queueing and timing together.
 
+use std::collections::VecDeque;
+
+use super::sweep::Command;
 use super::*;
 use ftl::{BlockAddr, Ppa};
 
@@ -382,76 +385,51 @@ fn injected_uncorrectable_read_carries_no_data() {
     assert_eq!(n.counters().uncorrectable_reads, 1);
 }
 
-/// One command of a test workload.
-#[derive(Clone, Copy)]
-enum Op {
-    Read(Ppa, RowFilter),
-    Program(Ppa),
-}
-
-/// A seeded workload over 8 channels × 4 ways: 2000 reads of whole and
-/// filtered pages (64, 16 or 4 of 64 rows), one command in ten a program.
-fn workload(seed: u64) -> Vec<Op> {
+/// A seeded workload over 8 channels × 4 ways, one queue per die: 2000
+/// reads of whole and filtered pages (64, 16 or 4 of 64 rows), one
+/// command in ten a program.
+fn workload(seed: u64) -> Vec<VecDeque<Command>> {
     let mut rng = attention::testdata::SplitMix64::new(seed);
     let mut next_page = [0u32; 32];
-    (0..2000)
-        .map(|_| {
-            let (ch, way) = (rng.below(8) as u8, rng.below(4) as u8);
-            if rng.below(10) == 0 {
-                let p = &mut next_page[usize::from(way) * 8 + usize::from(ch)];
-                *p += 1;
-                Op::Program(ppa(ch, way, 1, *p - 1))
-            } else {
-                let rows = [64, 16, 4][rng.below(3) as usize];
-                Op::Read(
-                    ppa(ch, way, 0, rng.below(64) as u32),
-                    RowFilter::first_rows(64, 64, rows),
-                )
+    let mut queues = vec![VecDeque::new(); 32];
+    for _ in 0..2000 {
+        let (ch, way) = (rng.below(8) as u8, rng.below(4) as u8);
+        let die = usize::from(way) * 8 + usize::from(ch);
+        queues[die].push_back(if rng.below(10) == 0 {
+            next_page[die] += 1;
+            Command::Program {
+                ppa: ppa(ch, way, 1, next_page[die] - 1),
             }
-        })
-        .collect()
+        } else {
+            let rows = [64, 16, 4][rng.below(3) as usize];
+            Command::Read {
+                ppa: ppa(ch, way, 0, rng.below(64) as u32),
+                filter: RowFilter::first_rows(64, 64, rows),
+            }
+        });
+    }
+    queues
 }
 
-/// Runs `ops` as the firmware does (one queue per die in list order;
-/// submit while the dies take commands, else wait for one completion; the
-/// clock follows the completions) with `depth` commands per die; returns
-/// the virtual time of the last completion.
-fn run(ops: &[Op], depth: usize, cache_read: bool) -> u64 {
+/// Virtual ns of `queues` with `depth` commands per die.
+fn run(queues: &[VecDeque<Command>], depth: usize, cache_read: bool) -> u64 {
     let timing = NandTiming {
         queue_depth: depth,
         cache_read,
         ..NandTiming::for_page_size(PAGE as u32)
     };
-    let mut n = NandSim::new(Geometry::sim_default(PAGE as u32), timing, &[]);
-    let mut per_die: Vec<std::collections::VecDeque<(u32, Op)>> = vec![Default::default(); 32];
-    for (i, &op) in ops.iter().enumerate() {
-        let p = match op {
-            Op::Read(p, _) | Op::Program(p) => p,
-        };
-        per_die[usize::from(p.way) * 8 + usize::from(p.channel)].push_back((i as u32, op));
-    }
-    let (mut now, page) = (0, [0u8; PAGE]);
-    loop {
-        for q in &mut per_die {
-            while let Some(&(tag, op)) = q.front() {
-                let cmd = match op {
-                    Op::Read(ppa, filter) => NandCmd::Read { ppa, filter },
-                    Op::Program(ppa) => NandCmd::Program { ppa, data: &page },
-                };
-                match n.submit(now, tag, cmd) {
-                    Ok(()) => {
-                        q.pop_front();
-                    }
-                    Err(nb::Error::WouldBlock) => break,
-                    Err(e) => panic!("{e:?}"),
-                }
-            }
-        }
-        if n.in_flight() == 0 {
-            return now;
-        }
-        now = now.max(poll(&mut n).1);
-    }
+    let n = NandSim::new(Geometry::sim_default(PAGE as u32), timing, &[]);
+    sweep::run(n, queues.to_vec()).unwrap()
+}
+
+#[test]
+fn full_page_reads_meet_the_array_bound_when_the_bus_keeps_up() {
+    // 4 KiB, 4 ways: 4 × 3.1 µs of bus per 36 µs tR, so a deep queue with
+    // cache read keeps every array busy.
+    let t = NandTiming::for_page_size(PAGE as u32);
+    let ns = sweep::full_page_reads(Geometry::sim_default(PAGE as u32), t, 16).unwrap();
+    let bound = 16 * t.t_read_ns;
+    assert!(ns >= bound && ns < bound + bound / 10, "{ns} vs {bound}");
 }
 
 #[test]
