@@ -19,10 +19,9 @@ pub struct NandTiming {
     pub cmd_overhead_ns: u64,
     /// Cache read (ONFI READ CACHE, 31h / 00h-31h): the array reads the next
     /// page while the previous one waits in the cache register for, or
-    /// crosses, the bus. Default on: MLC NAND of the Daisyplus / Cosmos+
-    /// generation has it (Micron MT29F64G08CBAA, ONFI 2.2, MLC, tR 75 µs:
-    /// "Read cache sequential, Read cache random" in its advanced command
-    /// set).
+    /// crosses, the bus. Default on: ONFI MLC NAND has it, e.g. Micron's
+    /// MT29F64G08CBAA (ONFI 2.2, MLC, tR 75 µs) lists "Read cache
+    /// sequential, Read cache random" in its advanced command set.
     pub cache_read: bool,
     /// Data register → cache register move of a cache read (tRCBSY) in ns;
     /// the array is free once it ends. Default 3 µs: tRCBSY (`tDCBSYR1`,
