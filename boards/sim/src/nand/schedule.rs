@@ -379,6 +379,19 @@ impl NandTimer {
         let cache = self.timing.cache_read;
         let bus_idle = self.bus_idle(i, t);
         let d = &mut self.dies[i];
+        // A page that has crossed frees its register first, so a page
+        // landing at the same time finds it free.
+        if let Some(p) = d.port {
+            if p.crossing_until == Some(t) {
+                d.port = None;
+                if let Some(t_prog) = p.then_prog {
+                    d.array = Array::Busy {
+                        until: t + t_prog,
+                        page: None,
+                    };
+                }
+            }
+        }
         if let Array::Busy { until, page } = d.array {
             if until == t {
                 d.array = Array::Idle;
@@ -402,17 +415,6 @@ impl NandTimer {
             if end == t {
                 d.data = None;
                 d.port = Some(Port::read(page, t, false));
-            }
-        }
-        if let Some(p) = d.port {
-            if p.crossing_until == Some(t) {
-                d.port = None;
-                if let Some(t_prog) = p.then_prog {
-                    d.array = Array::Busy {
-                        until: t + t_prog,
-                        page: None,
-                    };
-                }
             }
         }
     }
