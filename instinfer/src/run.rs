@@ -8,6 +8,7 @@
 //! | [`bench`](mod@bench) | host dense vs in-storage dense vs in-storage SparF |
 //! | `bench_solid` | SolidAttention with the real model: KV in DRAM vs on the SSD with and without prefetch vs dense SSD offload, and a random-read probe (Linux) |
 //! | [`bench_model`] | prefill and decode tokens/s of the real model, host vs simulated CSD |
+//! | [`bench_nand`] | the simulated NAND schedule against each die's queue depth, cache read off and on |
 //! | [`eval`] | perplexity of the model per attention method and compression |
 //! | [`flexgen_probe`] | FlexGen's disk → host rate on this machine, for `bench paper` |
 //! | [`generate`] | `instinfer run`: text generation with attention in the drive |
@@ -25,6 +26,7 @@ pub mod bench;
 pub mod bench_fabric;
 pub mod bench_host;
 pub mod bench_model;
+pub mod bench_nand;
 pub mod bench_p2p;
 pub mod bench_paper;
 pub mod bench_seqs;

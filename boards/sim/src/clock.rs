@@ -1,5 +1,6 @@
 //! Virtual time: the board's shared clock and the busy-until bookkeeping of
-//! each modelled resource (a die, a channel bus, the PCIe link, the engine).
+//! a modelled resource that serves in arrival order (the PCIe link, the
+//! engine; the flash has its own event model, `nand::schedule`).
 //!
 //! Everything in this crate is discrete-event virtual time in nanoseconds;
 //! nothing here reads the wall clock. An operation on a resource starts at
@@ -47,64 +48,9 @@ impl Resource {
         (start, end)
     }
 
-    /// Keeps the resource held (without counting busy time) until `t`, e.g.
-    /// a die whose data register waits for the bus.
-    pub fn hold_until(&mut self, t: u64) {
-        self.free_at = self.free_at.max(t);
-    }
-
     /// When the resource is next free.
     pub const fn free_at(&self) -> u64 {
         self.free_at
-    }
-
-    /// Sum of reserved durations.
-    pub const fn busy_ns(&self) -> u64 {
-        self.busy_ns
-    }
-}
-
-/// A resource whose operations may be placed out of submission order: each
-/// reservation takes the earliest idle gap long enough for it (a channel
-/// bus serving dies whose arrays finish in a different order than their
-/// commands were queued).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Timeline {
-    /// Reserved `(start, end)` intervals, sorted, disjoint.
-    busy: Vec<(u64, u64)>,
-    busy_ns: u64,
-}
-
-impl Timeline {
-    /// Reserves `duration` ns in the first gap at or after `earliest`;
-    /// returns `(start, end)`.
-    pub fn reserve(&mut self, earliest: u64, duration: u64) -> (u64, u64) {
-        let mut start = earliest;
-        let mut at = self.busy.len();
-        for (i, &(s, e)) in self.busy.iter().enumerate() {
-            if e <= start {
-                continue;
-            }
-            if s >= start + duration {
-                at = i;
-                break;
-            }
-            start = start.max(e);
-        }
-        self.busy.insert(at, (start, start + duration));
-        self.busy_ns += duration;
-        (start, start + duration)
-    }
-
-    /// Forgets intervals that ended by `t` (no later reservation can start
-    /// before the current time).
-    pub fn prune(&mut self, t: u64) {
-        self.busy.retain(|&(_, e)| e > t);
-    }
-
-    /// When the last reservation ends.
-    pub fn free_at(&self) -> u64 {
-        self.busy.last().map_or(0, |&(_, e)| e)
     }
 
     /// Sum of reserved durations.
@@ -133,24 +79,7 @@ mod tests {
         assert_eq!(r.reserve(12, 5), (15, 20));
         assert_eq!(r.reserve(100, 1), (100, 101));
         assert_eq!(r.busy_ns(), 11);
-        r.hold_until(150);
-        assert_eq!(r.free_at(), 150);
-        assert_eq!(r.busy_ns(), 11);
-    }
-
-    #[test]
-    fn timeline_fills_gaps() {
-        let mut t = Timeline::default();
-        assert_eq!(t.reserve(100, 10), (100, 110));
-        // Fits before the first interval.
-        assert_eq!(t.reserve(0, 50), (0, 50));
-        // Does not fit in [50, 100): goes after 110.
-        assert_eq!(t.reserve(60, 45), (110, 155));
-        assert_eq!(t.reserve(50, 50), (50, 100));
-        assert_eq!(t.busy_ns(), 155);
-        assert_eq!(t.free_at(), 155);
-        t.prune(120);
-        assert_eq!(t.reserve(0, 5), (0, 5), "pruned intervals are forgotten");
+        assert_eq!(r.free_at(), 101);
     }
 
     #[test]

@@ -27,6 +27,21 @@ pub enum Command {
     /// Layer-wise prefill and decode with q/k/v/outputs in host memory, in
     /// GPU memory peer to peer, and bounced (simulated board, virtual time).
     P2p(P2pArgs),
+    /// The simulated board's NAND schedule against each die's queue depth
+    /// (1–32), cache read off and on: raw page reads and a dense decode
+    /// (virtual time).
+    Nand(NandArgs),
+}
+
+/// Arguments of `bench nand`.
+#[derive(Debug, clap::Args)]
+pub struct NandArgs {
+    /// Full-page reads per die in the raw sweep.
+    #[arg(long, default_value_t = 64)]
+    pages_per_die: u32,
+    /// Only the raw sweep (no decode through the firmware).
+    #[arg(long)]
+    raw_only: bool,
 }
 
 /// Arguments of `bench p2p`.
@@ -205,6 +220,16 @@ pub struct AttendArgs {
 pub fn run(c: Command) -> Result<(), RunError> {
     match c {
         Command::Solid(a) => solid(a),
+        Command::Nand(a) => {
+            use instinfer::run::bench_nand::{NandBenchParams, run_nand_bench};
+            let p = NandBenchParams {
+                pages_per_die: a.pages_per_die,
+                raw_only: a.raw_only,
+                ..NandBenchParams::default()
+            };
+            print!("{}", run_nand_bench(&p)?);
+            Ok(())
+        }
         Command::Fabric(a) => fabric(a),
         Command::P2p(a) => {
             use instinfer::run::bench_p2p::{P2pParams, run_p2p_bench};

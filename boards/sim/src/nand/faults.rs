@@ -16,8 +16,9 @@ pub struct NandFaults {
     pub program_ppm: u32,
     /// Erases that fail and make their block bad, per million.
     pub erase_ppm: u32,
-    /// A channel whose operations each take `factor` times as long to
-    /// complete (their start and the channel's other work are unchanged).
+    /// A channel whose operations take `factor` times as long in every
+    /// stage (tR, tRCBSY, bus transfer, tPROG, tBERS), so its bus and dies
+    /// stay busy that much longer.
     pub slow_channel: Option<(u8, u32)>,
 }
 

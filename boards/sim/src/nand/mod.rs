@@ -1,10 +1,12 @@
 //! The flash side of the board: NAND flash controllers (one queue per die)
-//! over the page store ([`mod@array`]) and the timing model ([`timing`]).
+//! over the page store ([`mod@array`]), with the timing parameters
+//! ([`timing`]) and the dies' and buses' event model ([`schedule`]).
 //!
 //! [`NandSim::submit`] checks the command, does its effect on the array at
 //! once (commands of one die run in queue order, so this is the order the
-//! die would see) and schedules it in virtual time; [`NandSim::poll`] hands
-//! back the outstanding command that finishes first.
+//! die would see) and queues it on its die; [`NandSim::poll`] runs the
+//! discrete-event schedule ([`schedule`]) until the earliest completion is
+//! known and hands it back.
 //!
 //! # Charging rule
 //!
@@ -17,7 +19,11 @@
 
 pub mod array;
 pub mod faults;
+pub mod schedule;
+pub mod sweep;
 pub mod timing;
+
+use std::collections::BTreeMap;
 
 use firmware::hal::{NandCmd, NandDone, NandStatus, RowFilter};
 use ftl::Geometry;
@@ -25,7 +31,9 @@ use ftl::Geometry;
 use crate::error::NandError;
 pub use array::NandArray;
 pub use faults::{FaultCounters, NandFaults};
-pub use timing::{NandTimer, NandTiming};
+pub use schedule::NandTimer;
+use schedule::Work;
+pub use timing::NandTiming;
 
 /// The charging rule of this model, in words (for reports).
 pub const CHARGING_RULE: &str = "array read per page (tR regardless of filter); \
@@ -54,8 +62,6 @@ pub struct NandCounters {
 
 #[derive(Debug)]
 struct Outstanding {
-    finish: u64,
-    seq: u64,
     die: usize,
     done: NandDone,
     data: Vec<u8>,
@@ -66,7 +72,8 @@ struct Outstanding {
 pub struct NandSim {
     array: NandArray,
     timer: NandTimer,
-    outstanding: Vec<Outstanding>,
+    /// By submission number.
+    outstanding: BTreeMap<u64, Outstanding>,
     per_die: Vec<usize>,
     seq: u64,
     counters: NandCounters,
@@ -84,7 +91,7 @@ impl NandSim {
         Self {
             array: NandArray::new(geometry, bad_blocks),
             timer: NandTimer::new(timing, ch, ways),
-            outstanding: Vec::new(),
+            outstanding: BTreeMap::new(),
             per_die: vec![0; ch * ways],
             seq: 0,
             counters: NandCounters {
@@ -113,6 +120,7 @@ impl NandSim {
     /// the array keeps what was written.
     pub fn restore_power(&mut self) {
         self.outstanding.clear();
+        self.timer.reset();
         self.per_die.iter_mut().for_each(|d| *d = 0);
         self.cut_after = None;
     }
@@ -149,14 +157,16 @@ impl NandSim {
             return Err(nb::Error::WouldBlock);
         }
         let page_size = self.array.geometry().page_size as usize;
-        let (finish, status, data) = match cmd {
+        let (work, status, data) = match cmd {
             NandCmd::Read { ppa, filter } => {
                 let (mut status, mut data) = self.read_filtered(ppa, &filter, page_size)?;
                 if status == NandStatus::Ok && self.faults.roll(self.faults.cfg.read_ppm) {
                     self.faults.counters.reads += 1;
                     status = NandStatus::Uncorrectable;
                 }
-                let finish = self.timer.read(now, ch, way, data.len());
+                let work = Work::Read {
+                    kept_bytes: data.len(),
+                };
                 self.counters.pages_read += 1;
                 self.counters.reads_per_channel[ch] += 1;
                 self.counters.bus_bytes += data.len() as u64;
@@ -165,7 +175,7 @@ impl NandSim {
                     self.counters.uncorrectable_reads += 1;
                     data.clear();
                 }
-                (finish, status, data)
+                (work, status, data)
             }
             NandCmd::Program { ppa, data } => {
                 if self.faults.roll(self.faults.cfg.program_ppm) {
@@ -175,11 +185,10 @@ impl NandSim {
                 let status = self.array.program(ppa, data)?;
                 self.counters.pages_programmed += 1;
                 self.counters.bus_bytes += data.len() as u64;
-                (
-                    self.timer.program(now, ch, way, data.len()),
-                    status,
-                    Vec::new(),
-                )
+                let work = Work::Program {
+                    page_bytes: data.len(),
+                };
+                (work, status, Vec::new())
             }
             NandCmd::Erase { block } => {
                 if self.faults.roll(self.faults.cfg.erase_ppm) {
@@ -188,11 +197,12 @@ impl NandSim {
                 }
                 let status = self.array.erase(block)?;
                 self.counters.blocks_erased += 1;
-                (self.timer.erase(now, ch, way), status, Vec::new())
+                (Work::Erase, status, Vec::new())
             }
         };
-        // A slow channel stretches the operation.
-        let finish = now + (finish.saturating_sub(now)) * self.faults.slowdown(channel);
+        // A slow channel stretches every stage of its operations.
+        let scale = self.faults.slowdown(channel);
+        self.timer.submit(now, self.seq, ch, way, work, scale);
         self.ops += 1;
         if self.power_lost() {
             // The last command before the cut is torn.
@@ -205,37 +215,43 @@ impl NandSim {
             status,
             bytes: data.len(),
         };
-        self.outstanding.push(Outstanding {
-            finish,
-            seq: self.seq,
-            die,
-            done,
-            data,
-        });
+        self.outstanding
+            .insert(self.seq, Outstanding { die, done, data });
         self.seq += 1;
         self.per_die[die] += 1;
         Ok(())
     }
 
     /// The outstanding command that finishes first (ties: first submitted)
-    /// and its finish time; a read's kept bytes go to `out`.
+    /// and its finish time; a read's kept bytes go to `out`. The board's
+    /// clock moves to the finish time: no bus grant after it has been
+    /// decided, so commands submitted then still compete for the bus.
     pub fn poll(&mut self, out: &mut [u8]) -> nb::Result<(NandDone, u64), NandError> {
-        let Some(i) = (0..self.outstanding.len())
-            .min_by_key(|&i| (self.outstanding[i].finish, self.outstanding[i].seq))
-        else {
+        if self.outstanding.is_empty() {
+            return Err(nb::Error::WouldBlock);
+        }
+        let Some((seq, finish)) = self.timer.next_done() else {
             return Err(nb::Error::WouldBlock);
         };
-        let needed = self.outstanding[i].data.len();
+        let Some(op) = self.outstanding.get(&seq) else {
+            // Not ours (dropped by a power loss): never handed back.
+            self.timer.take_done();
+            return Err(nb::Error::WouldBlock);
+        };
+        let needed = op.data.len();
         if out.len() < needed {
             return Err(nb::Error::Other(NandError::BufferTooSmall {
                 needed,
                 actual: out.len(),
             }));
         }
-        let op = self.outstanding.swap_remove(i);
+        self.timer.take_done();
+        let Some(op) = self.outstanding.remove(&seq) else {
+            return Err(nb::Error::WouldBlock);
+        };
         out[..needed].copy_from_slice(&op.data);
         self.per_die[op.die] -= 1;
-        Ok((op.done, op.finish))
+        Ok((op.done, finish))
     }
 
     /// Commands submitted and not yet polled.
