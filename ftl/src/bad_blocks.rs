@@ -84,7 +84,7 @@ impl Ftl {
         };
         let st = self.stream(owner)?;
         let die = match slot {
-            Slot::Token(_, g) => token_die(&self.geo, owner, g),
+            Slot::Token(kind, g) => token_die(&self.geo, owner, kind, g),
             Slot::Dim { block, run } => {
                 dim_die(&self.geo, owner, st.shape.dim_blocks(), block, run)
             }

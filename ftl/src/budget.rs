@@ -104,7 +104,7 @@ impl Ftl {
         for g in l0 / tpp..l1 / tpp {
             for kind in [Kind::K, Kind::V] {
                 if !(g == l0 / tpp && st.tok_persisted > 0 && self.pending(st.map(kind).get(g))) {
-                    add(token_die(geo, id, g));
+                    add(token_die(geo, id, kind, g));
                 }
             }
         }
@@ -183,7 +183,7 @@ impl Ftl {
                     let g = a.len / s.tpp;
                     for kind in [Kind::K, Kind::V] {
                         if !(a.tok_persisted > 0 && self.pending(s.map(kind).get(g))) {
-                            add(token_die(geo, sid, g));
+                            add(token_die(geo, sid, kind, g));
                         }
                     }
                 }

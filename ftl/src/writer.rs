@@ -51,7 +51,9 @@ impl Ftl {
             self.counters.pages_coalesced += 1;
             return Ok(false);
         }
-        let ppa = self.blocks.allocate(token_die(&self.geo, id, g), id)?;
+        let ppa = self
+            .blocks
+            .allocate(token_die(&self.geo, id, kind, g), id)?;
         let mut data = vec![0u8; self.geo.page_size as usize];
         put_token_rows(&mut data, first as usize, hd, rows);
         let merge = old.map(|from| Merge {

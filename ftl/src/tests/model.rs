@@ -195,7 +195,8 @@ pub(crate) fn check_all(ftl: &Ftl, nand: &TestNand, refs: &[Ref], placement: boo
     assert_eq!(s.dram_used, dram, "DRAM accounting");
 }
 
-/// Token groups sit on die `g + salt(id)` (channel first); a stream with at least
+/// Token groups sit on die `g + salt(id)` for K and half the dies further
+/// for V (channel first); a stream with at least
 /// channels·ways full groups touches every channel and way.
 pub(crate) fn check_striping(ftl: &Ftl, r: &Ref) {
     let geo: Geometry = *ftl.geometry();
@@ -210,7 +211,12 @@ pub(crate) fn check_striping(ftl: &Ftl, r: &Ref) {
                 .unwrap()
                 .flash
                 .unwrap();
-            let (c, w) = geo.die_at(g as u64 + crate::placement::salt(&geo, r.id));
+            let half = if kind == Kind::V {
+                u64::from(geo.dies()) / 2
+            } else {
+                0
+            };
+            let (c, w) = geo.die_at(g as u64 + crate::placement::salt(&geo, r.id) + half);
             assert_eq!((p.channel, p.way), (c, w), "group {g} placement");
             chans.insert(p.channel);
             ways.insert(p.way);

@@ -102,6 +102,7 @@ mod tests {
             engine_busy_ns: 200,
             flash_busy_ns: 64 * 500,
             dma_busy_ns: 100,
+            busiest_die_ns: 0,
             dies: 64,
             pages_read: 0,
             channels: 8,

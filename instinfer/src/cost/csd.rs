@@ -83,6 +83,10 @@ pub struct CsdPoint {
     pub flash_busy_ns: u64,
     /// Host-link DMA busy time during the decode (ns).
     pub dma_busy_ns: u64,
+    /// Array time of the die with the most page reads during the decode
+    /// (its reads × tR, ns): a read set spread unevenly over the dies
+    /// cannot finish before its busiest die.
+    pub busiest_die_ns: u64,
     /// Dies of the board.
     pub dies: usize,
     /// Flash pages read during the decode.
@@ -410,9 +414,24 @@ pub fn profile_csd(
                 method,
             })
             .collect();
+        let per_die = |a: &CsdArray<SimTransport>| {
+            a.devices()[0]
+                .transport()
+                .device()
+                .nand_counters()
+                .reads_per_die
+        };
+        let before = per_die(&array);
         let phase = Phase::begin(&mut array)?;
         std::hint::black_box(array.decode_batch(&reqs)?);
         let (_, decoded) = phase.end(&mut array)?;
+        let busiest = per_die(&array)
+            .iter()
+            .zip(&before)
+            .map(|(a, b)| a - b)
+            .max()
+            .unwrap_or(0);
+        let t_read = board_sim::NandTiming::for_page_size(sample.page_size).t_read_ns;
         out.points.push(CsdPoint {
             heads: spec.heads,
             s: spec.s,
@@ -425,6 +444,7 @@ pub fn profile_csd(
             engine_busy_ns: decoded.busy.engine_ns,
             flash_busy_ns: decoded.busy.flash_ns,
             dma_busy_ns: decoded.busy.dma_ns,
+            busiest_die_ns: busiest * t_read,
             dies: sample.geometry().dies() as usize,
             pages_read: decoded.flash_pages_read,
             channels,

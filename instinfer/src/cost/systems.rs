@@ -499,6 +499,7 @@ mod tests {
             engine_busy_ns: 0,
             flash_busy_ns: 0,
             dma_busy_ns: 0,
+            busiest_die_ns: 0,
             dies: 64,
             pages_read: 0,
             channels: 8,

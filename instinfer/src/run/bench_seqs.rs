@@ -128,6 +128,7 @@ mod tests {
             engine_busy_ns: decode_ns / 4,
             flash_busy_ns: 64 * decode_ns * 9 / 10,
             dma_busy_ns: 0,
+            busiest_die_ns: 0,
             dies: 64,
             pages_read: 0,
             channels: 8,

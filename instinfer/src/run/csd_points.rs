@@ -74,7 +74,7 @@ pub fn write_points(
 ) -> Result<(), RunError> {
     let mut csv = String::from(
         "page_size,dim_group,dram_budget_bytes,heads,s,method,seqs,decode_virtual_us,pages_read,\
-         arrays,buses,engine,pcie,bound,bound_virtual_us,decode_over_bound,page_read_fraction,time_over_fraction_dense\n",
+         arrays,buses,engine,pcie,bound,bound_virtual_us,decode_over_bound,busiest_die_virtual_us,decode_over_busiest_die,page_read_fraction,time_over_fraction_dense\n",
     );
     let mut categories = Vec::new();
     let mut util: Vec<Vec<f64>> = vec![Vec::new(); Resource::ALL.len()];
@@ -108,11 +108,13 @@ pub fn write_points(
             for (_, f) in u {
                 let _ = write!(csv, "{f:.4},");
             }
+            let die_ratio = p.decode_ns as f64 / p.busiest_die_ns.max(1) as f64;
             let _ = writeln!(
                 csv,
-                "{},{:.1},{ratio:.3},{},{}",
+                "{},{:.1},{ratio:.3},{:.1},{die_ratio:.3},{},{}",
                 bound.resource.name(),
                 bound.ns as f64 / 1e3,
+                p.busiest_die_ns as f64 / 1e3,
                 vs.map_or(String::new(), |v| format!("{:.4}", v.page_fraction)),
                 vs.map_or(String::new(), |v| format!("{:.3}", v.time_over_fraction)),
             );
@@ -122,13 +124,14 @@ pub fn write_points(
                 .collect();
             let _ = write!(
                 report,
-                "  {} KiB {method} {} heads {} tokens: decode {:.1} us, bound {:.1} us ({}), x{ratio:.2}; {}",
+                "  {} KiB {method} {} heads {} tokens: decode {:.1} us, bound {:.1} us ({}), x{ratio:.2}; busiest die's reads {:.1} us, x{die_ratio:.2}; {}",
                 page / 1024,
                 p.heads,
                 p.s,
                 p.decode_ns as f64 / 1e3,
                 bound.ns as f64 / 1e3,
                 bound.resource.name(),
+                p.busiest_die_ns as f64 / 1e3,
                 busy.join(", ")
             );
             if let Some(v) = vs {
@@ -180,6 +183,7 @@ mod tests {
             engine_busy_ns: 0,
             flash_busy_ns: 0,
             dma_busy_ns: 0,
+            busiest_die_ns: 0,
             dies: 64,
             pages_read,
             channels: 8,

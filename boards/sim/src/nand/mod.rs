@@ -56,6 +56,8 @@ pub struct NandCounters {
     pub bus_busy_ns: u64,
     /// Page reads per channel.
     pub reads_per_channel: Vec<u64>,
+    /// Page reads per die, indexed as `ftl::Geometry::die_index`.
+    pub reads_per_die: Vec<u64>,
     /// Reads that ended uncorrectable.
     pub uncorrectable_reads: u64,
 }
@@ -96,6 +98,7 @@ impl NandSim {
             seq: 0,
             counters: NandCounters {
                 reads_per_channel: vec![0; ch],
+                reads_per_die: vec![0; ch * ways],
                 ..NandCounters::default()
             },
             faults: faults::FaultDice::default(),
@@ -169,6 +172,7 @@ impl NandSim {
                 };
                 self.counters.pages_read += 1;
                 self.counters.reads_per_channel[ch] += 1;
+                self.counters.reads_per_die[die] += 1;
                 self.counters.bus_bytes += data.len() as u64;
                 if status != NandStatus::Ok {
                     // The bus moved the bytes, but they must not be used.
