@@ -247,9 +247,9 @@ fn route_all<'j, B: Nand + Engine>(
     page: &mut [u8],
     rows: &mut Vec<u16>,
 ) -> Result<(), Status> {
-    for h in 0..runs.len() {
-        let c = runs[h].cmd;
-        if let Err(e) = start(cx, h, &mut runs[h], &mut progress[c], queue) {
+    for (h, run) in runs.iter_mut().enumerate() {
+        let c = run.cmd;
+        if let Err(e) = start(cx, h, run, &mut progress[c], queue) {
             fail(&mut progress[c], e);
         }
         queue.pump(cx.board)?;
