@@ -11,6 +11,7 @@ use std::path::Path;
 
 use super::RunError;
 use super::bench_paper::method_name;
+use super::plot::{Series, lines};
 use crate::cost::csd::{CsdSpec, Sample, profile_csd};
 use crate::cost::{CsdPoint, KvSource, ModelShape};
 
@@ -24,8 +25,8 @@ const SPARSE: f64 = 0.125;
 /// to the next is flat: the bound resource is saturated.
 const FLAT: f64 = 0.03;
 
-/// Runs the sweep on every page size; writes `seqs.csv` into `out` and
-/// returns the report lines.
+/// Runs the sweep on every page size; writes `seqs.csv` and `seqs.png`
+/// into `out` and returns the report lines.
 pub fn run(
     m: &ModelShape,
     source: &KvSource,
@@ -38,6 +39,7 @@ pub fn run(
     let mut report = String::from(
         "sequences in flight (seqs.csv; virtual time per sequence, the busiest resource, where the time stops falling):\n",
     );
+    let mut series: Vec<Series> = Vec::new();
     for &page_size in page_sizes {
         for compression in [None, Some(SPARSE)] {
             let spec = CsdSpec {
@@ -69,8 +71,24 @@ pub fn run(
                 let _ = write!(line, " {} seqs {per_seq:.0} us/seq;", p.seqs);
             }
             let _ = writeln!(report, "{line} {}", saturation(&points));
+            series.push((
+                format!("{method} {} KiB", page_size / 1024),
+                points
+                    .iter()
+                    .map(|p| (p.seqs as f64, p.decode_ns as f64 / 1e3 / p.seqs as f64))
+                    .collect(),
+            ));
         }
     }
+    lines(
+        &out.join("seqs.png"),
+        "Virtual decode time per sequence vs sequences in flight (40 heads, 1024 tokens)",
+        "sequences decoded together (log2)",
+        "us per sequence (virtual)",
+        &series,
+        true,
+        false,
+    )?;
     let path = out.join("seqs.csv");
     std::fs::write(&path, csv).map_err(|e| RunError::Output {
         path: path.display().to_string(),
