@@ -55,7 +55,7 @@ use host_driver::policy::{Compression, Policy, Selection};
 use crate::error::{RunError, input};
 use host_driver::array::CsdArray;
 use host_driver::csd::Csd;
-use host_driver::measure::Phase;
+use host_driver::measure::{Phase, PhaseCounters};
 use host_driver::transport::SimTransport;
 
 /// One simulated layer on one CSD.
@@ -393,14 +393,39 @@ pub fn profile_csd(
             rotated: false,
         };
         let mut queries = Vec::with_capacity(seqs);
-        let phase = Phase::begin(&mut array)?;
+        // The prefill is timed on a board with the whole DRAM budget: a
+        // prompt appended in one command fills whole token and dim pages,
+        // which need no buffering at any batch, while the scaled budget
+        // would force partial pages a whole-run append never writes.
+        let mut timed = match sample.scaled_to {
+            Some(_) => Some(
+                Sample {
+                    scaled_to: None,
+                    ..*sample
+                }
+                .board(head_dim)?,
+            ),
+            None => None,
+        };
+        let mut heads = Vec::with_capacity(seqs);
         for i in 0..seqs {
-            let (k, v, q) = source.heads(i, spec.heads, spec.s, d)?;
-            array.open(i as u32, shape)?;
-            array.append(i as u32, 0, 0, &k, &v)?;
+            heads.push(source.heads(i, spec.heads, spec.s, d)?);
+        }
+        let prefill = |a: &mut CsdArray<SimTransport>| -> Result<PhaseCounters, RunError> {
+            let phase = Phase::begin(a)?;
+            for (i, (k, v, _)) in heads.iter().enumerate() {
+                a.open(i as u32, shape)?;
+                a.append(i as u32, 0, 0, k, v)?;
+            }
+            Ok(phase.end(a)?.1)
+        };
+        let mut appended = prefill(&mut array)?;
+        if let Some(t) = timed.as_mut() {
+            appended = prefill(t)?;
+        }
+        for (_, _, q) in heads {
             queries.push(q);
         }
-        let (_, appended) = phase.end(&mut array)?;
         let reqs: Vec<ArrayDecode<'_>> = queries
             .iter()
             .enumerate()
