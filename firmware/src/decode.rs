@@ -50,8 +50,7 @@ pub(crate) fn submit_of(st: &State, sub: &Submission) -> Option<DecodeSubmit> {
 /// Device DRAM the decode of `c` holds while it runs (bytes; an upper
 /// bound): per KV head the logits and probabilities of every query head
 /// over the tokens it attends, its value rows, its accumulators, and for
-/// SparF the chosen dims' rows, the approximate scores and the key rows
-/// held while other heads select.
+/// SparF the chosen dims' rows and the approximate scores.
 pub(crate) fn working_bytes(st: &State, c: &DecodeSubmit) -> u64 {
     let Ok(seq) = st.sequences.get(c.seq) else {
         return 0;
@@ -68,8 +67,7 @@ pub(crate) fn working_bytes(st: &State, c: &DecodeSubmit) -> u64 {
             } else {
                 s.min(u64::from(c.k))
             };
-            // K rows may wait beside V rows while other heads select.
-            8 * g * s + 2 * s * u64::from(c.r) + 8 * g * n + 4 * n * d
+            8 * g * s + 2 * s * u64::from(c.r) + 8 * g * n + 2 * n * d
         }
         _ => 8 * g * s + 2 * s * d,
     };

@@ -254,16 +254,8 @@ fn route_all<'j, B: Nand + Engine>(
         }
         queue.pump(cx.board)?;
     }
-    // Token rows that arrive while some head still waits for its dim pages
-    // wait in device DRAM: the engine runs every selection first, since a
-    // selection gates its head's reads and exact attention gates nothing.
-    let mut deferred: Vec<(Route, Vec<u16>)> = Vec::new();
     loop {
-        if !deferred.is_empty() && !selecting(runs, progress) {
-            flush(cx, &mut deferred, runs, progress);
-        }
         let Some(arrival) = queue.next(cx.board, page, cx.counters)? else {
-            flush(cx, &mut deferred, runs, progress);
             return Ok(());
         };
         let (route, len) = match arrival {
@@ -281,46 +273,9 @@ fn route_all<'j, B: Nand + Engine>(
         let p = &mut progress[c];
         p.cost.pages_read += 1;
         p.cost.engine_bytes += len as u64;
-        if matches!(route, Route::Tokens(..)) && selecting(runs, progress) {
-            let mut held = Vec::new();
-            le_u16(&page[..len], &mut held);
-            deferred.push((route, held));
-            continue;
-        }
-        let p = &mut progress[c];
         let r = arrived(cx, route, &page[..len], rows, &mut runs[h], p, queue);
         if let Err(e) = r {
             fail(p, e);
-        }
-    }
-}
-
-/// Whether a head of a live command still waits for its dim pages.
-fn selecting(runs: &[Run<'_>], progress: &[CmdState]) -> bool {
-    runs.iter()
-        .any(|r| matches!(r.stage, Stage::Dims { .. }) && progress[r.cmd].failed.is_none())
-}
-
-/// Hands the held token rows to their heads, in arrival order.
-fn flush<B: Nand + Engine>(
-    cx: &mut Ctx<'_, B>,
-    deferred: &mut Vec<(Route, Vec<u16>)>,
-    runs: &mut [Run<'_>],
-    progress: &mut [CmdState],
-) {
-    for (route, rows) in deferred.drain(..) {
-        let run = &mut runs[route.head()];
-        let p = &mut progress[run.cmd];
-        if p.failed.is_some() {
-            continue;
-        }
-        let r = match (route, &mut run.stage) {
-            (Route::Tokens(_, what), Stage::Tokens(head)) => head.arrived(cx.board, what, &rows),
-            _ => Err(Status::INTERNAL_ERROR),
-        };
-        match r {
-            Ok(()) => finish_if_complete(run, p),
-            Err(e) => fail(p, e),
         }
     }
 }
