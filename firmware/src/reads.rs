@@ -2,8 +2,13 @@
 //! time (stage 1 of every head at once, stage 2 of a head as soon as its
 //! top-k is known) and leave for the NAND controllers as deep as they take
 //! them, one queue per die so that a full die does not hold back the
-//! others. Completions come back in the order they finish, each with the
-//! caller's token.
+//! others. On each die, reads that finish a head (token pages, whose head
+//! has selected) go ahead of reads that start one (dim pages): with many
+//! heads in flight, a plain FIFO put every head's dim pages before any
+//! token page and left dies idle at the end (SparF at 4 KiB pages, 8
+//! sequences of 40 heads: 1.33× the array bound in FIFO order, 1.14× with
+//! token pages first). Completions come back in the order they finish,
+//! each with the caller's token.
 //!
 //! A page that fails ECC is read again, up to [`READ_RETRIES`] times,
 //! ahead of the reads still waiting for its die; one that fails every time
@@ -34,7 +39,8 @@ pub(crate) enum Arrival<T> {
 /// Reads waiting for a controller, and reads in flight.
 pub(crate) struct ReadQueue<T> {
     slots: Vec<Slot<T>>,
-    per_die: BTreeMap<(u8, u8), VecDeque<u32>>,
+    /// Per die: reads that finish a head, then the others.
+    per_die: BTreeMap<(u8, u8), [VecDeque<u32>; 2]>,
     waiting: usize,
 }
 
@@ -47,13 +53,14 @@ impl<T: Copy> ReadQueue<T> {
         }
     }
 
-    /// Queues `read` behind the reads already waiting for its die.
-    pub fn push(&mut self, read: PageRead, token: T) -> Result<(), Status> {
+    /// Queues `read` behind the reads already waiting for its die; an
+    /// `urgent` read goes ahead of every read that is not.
+    pub fn push(&mut self, read: PageRead, token: T, urgent: bool) -> Result<(), Status> {
         let slot = u32::try_from(self.slots.len()).map_err(|_| Status::INTERNAL_ERROR)?;
         self.per_die
             .entry((read.ppa.channel, read.ppa.way))
-            .or_default()
-            .push_back(slot);
+            .or_default()[usize::from(!urgent)]
+        .push_back(slot);
         self.slots.push(Slot {
             read,
             token,
@@ -68,8 +75,14 @@ impl<T: Copy> ReadQueue<T> {
         if self.waiting == 0 {
             return Ok(());
         }
-        for queue in self.per_die.values_mut() {
-            while let Some(&slot) = queue.front() {
+        for queues in self.per_die.values_mut() {
+            let [high, low] = queues;
+            while let Some(&slot) = high.front().or(low.front()) {
+                let queue = if high.is_empty() {
+                    &mut *low
+                } else {
+                    &mut *high
+                };
                 let r = &self.slots[slot as usize].read;
                 let cmd = NandCmd::Read {
                     ppa: r.ppa,
@@ -124,7 +137,7 @@ impl<T: Copy> ReadQueue<T> {
             slot.tries += 1;
             counters.read_retries += 1;
             let die = (slot.read.ppa.channel, slot.read.ppa.way);
-            self.per_die.entry(die).or_default().push_front(done.tag);
+            self.per_die.entry(die).or_default()[0].push_front(done.tag);
             self.waiting += 1;
         }
     }

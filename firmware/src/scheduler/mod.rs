@@ -24,8 +24,8 @@
 //! has arrived, and its token reads go out right after, while other heads'
 //! dim reads and selections go on; dense heads' K and V pages are consumed
 //! as they arrive. One read queue per die feeds the NAND controllers as
-//! deep as they take ([`crate::reads`]), so the arrays and buses stay busy
-//! while the engine works.
+//! deep as they take, token pages ahead of dim pages ([`crate::reads`]),
+//! so the arrays and buses stay busy while the engine works.
 //!
 //! Every arithmetic step is a building block of [`attention::engine`] in
 //! the order of its whole-array model (logits are independent per token,
@@ -306,7 +306,7 @@ fn start<'j, B: Nand + Engine>(
             let (rows, reads) = dims::plan(cx.ftl, job, &dims, &mut p.cost, cx.counters)?;
             let left = reads.len();
             for (read, dest) in reads {
-                queue.push(read, Route::Dims(h, dest))?;
+                queue.push(read, Route::Dims(h, dest), false)?;
             }
             run.stage = Stage::Dims { dims, rows, left };
             if left == 0 {
@@ -352,7 +352,7 @@ fn tokens_stage<'j, B: Nand + Engine>(
     let (head, reads) =
         tokens::Head::start(cx.board, cx.ftl, run.job, sel, &mut p.cost, cx.counters)?;
     for (read, what) in reads {
-        queue.push(read, Route::Tokens(h, what))?;
+        queue.push(read, Route::Tokens(h, what), true)?;
     }
     run.stage = Stage::Tokens(head);
     finish_if_complete(run, p);
