@@ -195,6 +195,9 @@ pub struct NandTimer {
     channels: usize,
     /// Indexed by `way * channels + channel` (`ftl::Geometry::die_index`).
     dies: Vec<Die>,
+    /// `Die::next_event` of each die, kept current as the die changes
+    /// (nothing but its own commands changes a die).
+    die_next: Vec<Option<u64>>,
     /// When each channel's bus is next free.
     bus_free: Vec<u64>,
     /// Known completions: (finish, id), earliest first.
@@ -215,6 +218,7 @@ impl NandTimer {
             timing,
             channels,
             dies: vec![Die::new(); channels * ways],
+            die_next: vec![None; channels * ways],
             bus_free: vec![0; channels],
             done: BinaryHeap::new(),
             horizon: 0,
@@ -266,13 +270,17 @@ impl NandTimer {
         };
         self.array_busy_ns += array;
         self.bus_busy_ns += bus;
-        self.dies[way * self.channels + channel]
-            .queue
-            .push_back(Cmd {
-                id,
-                at: now.max(self.horizon),
-                kind,
-            });
+        let i = way * self.channels + channel;
+        self.dies[i].queue.push_back(Cmd {
+            id,
+            at: now.max(self.horizon),
+            kind,
+        });
+        self.refresh(i);
+    }
+
+    fn refresh(&mut self, i: usize) {
+        self.die_next[i] = self.dies[i].next_event();
     }
 
     /// The earliest completion, `(id, finish)`, without taking it; runs the
@@ -296,6 +304,7 @@ impl NandTimer {
     /// from time zero. The busy sums are kept.
     pub fn reset(&mut self) {
         self.dies.iter_mut().for_each(|d| *d = Die::new());
+        self.die_next.iter_mut().for_each(|t| *t = None);
         self.bus_free.iter_mut().for_each(|b| *b = 0);
         self.done.clear();
         self.horizon = 0;
@@ -314,8 +323,11 @@ impl NandTimer {
 
     /// The earliest event: die events before grants at equal times.
     fn next_event(&self) -> Option<(u64, Event)> {
-        let die = (0..self.dies.len())
-            .filter_map(|i| self.dies[i].next_event().map(|t| (t, Event::Die(i))))
+        let die = self
+            .die_next
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| t.map(|t| (t, Event::Die(i))))
             .min_by_key(|&(t, _)| t);
         let grant = (0..self.channels)
             .filter_map(|c| self.grant(c))
@@ -356,10 +368,12 @@ impl NandTimer {
                 self.bus_free[channel] = end;
                 self.done
                     .push(Reverse((end + p.then_prog.unwrap_or(0), p.id)));
+                self.refresh(die);
             }
             Event::Die(i) => {
                 self.die_events(i, t);
                 self.settle(i, t);
+                self.refresh(i);
             }
         }
     }
