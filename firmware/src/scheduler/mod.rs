@@ -24,7 +24,7 @@
 //! has arrived, and its token reads go out right after, while other heads'
 //! dim reads and selections go on; dense heads' K and V pages are consumed
 //! as they arrive. One read queue per die feeds the NAND controllers as
-//! deep as they take, token pages ahead of dim pages ([`crate::reads`]),
+//! deep as they take, token pages and dim pages in turns ([`crate::reads`]),
 //! so the arrays and buses stay busy while the engine works.
 //!
 //! Every arithmetic step is a building block of [`attention::engine`] in
