@@ -21,7 +21,7 @@ use crate::scheduler::{self, Command, HeadJob, MethodParams};
 use crate::sequence::DecodeResult;
 use crate::state::State;
 use alloc::vec::Vec;
-use proto::{DecodeReport, DecodeSubmit, Method, VendorCommand};
+use proto::{DecodeReport, DecodeSubmit, Method, Status, VendorCommand};
 
 /// A checked DECODE_SUBMIT whose payload is in and whose new token is
 /// stored: all its decode needs.
@@ -74,8 +74,8 @@ pub(crate) fn working_bytes(st: &State, c: &DecodeSubmit) -> u64 {
     seq.kv_heads() as u64 * (per_head + 8 * g * d)
 }
 
-/// A command (known by `K`) ready to decode, or its early failure.
-type Entry<K> = (K, Result<Admitted, Fail>);
+/// A command prepared for decoding, or its early failure.
+type Entry = (Submission, Result<Admitted, Fail>);
 
 /// Serves `first` and the DECODE_SUBMITs right behind it that fit;
 /// returns every command's outcome in submission order.
@@ -122,28 +122,14 @@ where
     run(st, board, entries)
 }
 
-/// Serves one DECODE_SUBMIT alone (a batch of one).
-pub(crate) fn serve_one<B>(
-    st: &mut State,
-    board: &mut B,
-    sqe: &proto::Sqe,
-    c: &DecodeSubmit,
-) -> Handled
-where
-    B: HostInterface + Nand + Engine + Clock,
-{
-    let prepared = decode_prepare(st, board, sqe, c);
-    let mut done = run(st, board, alloc::vec![((), prepared)]);
-    done.pop()
-        .map_or(Err(proto::Status::INTERNAL_ERROR.into()), |(_, r)| r)
-}
-
-/// Decodes every ready entry in one batch and stores the results.
-fn run<B, K>(st: &mut State, board: &mut B, entries: Vec<Entry<K>>) -> Vec<(K, Handled)>
+/// Decodes every prepared entry in one batch and stores the results.
+fn run<B>(st: &mut State, board: &mut B, entries: Vec<Entry>) -> Vec<(Submission, Handled)>
 where
     B: Nand + Engine,
 {
-    let decoded = {
+    // Per entry: its decode's outcome, `None` where it was not prepared or
+    // its sequence is gone (it fails alone).
+    let mut decoded: Vec<Option<Result<scheduler::Decoded, Status>>> = {
         let State {
             ftl,
             sequences,
@@ -151,54 +137,55 @@ where
             counters,
             ..
         } = &mut *st;
-        let mut cmds = Vec::new();
-        for (_, e) in &entries {
-            let Ok(a) = e else { continue };
-            let Ok(seq) = sequences.get(a.seq) else {
-                cmds.push(None);
-                continue;
-            };
-            let (kvh, g, d) = (seq.kv_heads(), seq.group(), seq.d());
-            let s = seq.len[a.layer] as usize;
-            let jobs = (0..kvh)
-                .map(|h| HeadJob {
-                    stream: seq.stream(a.layer, h),
-                    s,
-                    g,
-                    d,
-                    q: &a.q[h * g * d..(h + 1) * g * d],
-                    q_approx: &a.q_approx[h * g * d..(h + 1) * g * d],
-                    vsum: seq.vsum(a.layer, h),
-                })
-                .collect();
-            cmds.push(Some(Command {
-                jobs,
-                method: a.method,
-            }));
-        }
-        let present: Vec<Command<'_>> = cmds.iter_mut().filter_map(Option::take).collect();
+        let (at, cmds): (Vec<usize>, Vec<Command<'_>>) = entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (_, e))| {
+                let a = e.as_ref().ok()?;
+                let seq = sequences.get(a.seq).ok()?;
+                let (kvh, g, d) = (seq.kv_heads(), seq.group(), seq.d());
+                let s = seq.len[a.layer] as usize;
+                let jobs = (0..kvh)
+                    .map(|h| HeadJob {
+                        stream: seq.stream(a.layer, h),
+                        s,
+                        g,
+                        d,
+                        q: &a.q[h * g * d..(h + 1) * g * d],
+                        q_approx: &a.q_approx[h * g * d..(h + 1) * g * d],
+                        vsum: seq.vsum(a.layer, h),
+                    })
+                    .collect();
+                Some((
+                    i,
+                    Command {
+                        jobs,
+                        method: a.method,
+                    },
+                ))
+            })
+            .unzip();
         let mut cx = scheduler::Ctx {
             board,
             ftl,
             scratch,
             counters,
         };
-        let mut results = scheduler::decode_batch(&mut cx, &present).into_iter();
-        cmds.iter().map(|_| results.next()).collect::<Vec<_>>()
+        let mut out: Vec<_> = entries.iter().map(|_| None).collect();
+        for (i, r) in at.into_iter().zip(scheduler::decode_batch(&mut cx, &cmds)) {
+            out[i] = Some(r);
+        }
+        out
     };
-    let mut decoded = decoded.into_iter();
     let mut out = Vec::with_capacity(entries.len());
-    for (key, e) in entries {
+    for ((sub, e), d) in entries.into_iter().zip(&mut decoded) {
         let r = e.and_then(|a| {
-            decoded
-                .next()
-                .flatten()
-                .ok_or(proto::Status::INTERNAL_ERROR)
-                .and_then(|r| r)
+            d.take()
+                .unwrap_or(Err(Status::INTERNAL_ERROR))
                 .map_err(Fail::from)
                 .and_then(|d| store(st, &a, d))
         });
-        out.push((key, r));
+        out.push((sub, r));
     }
     out
 }

@@ -164,7 +164,9 @@ where
             r
         }
         VendorCommand::KvAppend(c) => kv_append(st, board, sqe, &c),
-        VendorCommand::DecodeSubmit(c) => crate::decode::serve_one(st, board, sqe, &c),
+        // `poll` hands every DECODE_SUBMIT of a live sequence to
+        // `crate::decode`, in batches; none reaches here.
+        VendorCommand::DecodeSubmit(_) => Err(Status::INTERNAL_ERROR.into()),
         VendorCommand::DecodeFetch(c) => decode_fetch(st, board, sqe, &c),
     }
 }
