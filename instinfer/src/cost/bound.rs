@@ -91,22 +91,11 @@ mod tests {
 
     fn point() -> CsdPoint {
         CsdPoint {
-            heads: 1,
-            s: 1024,
-            compression: None,
-            seqs: 1,
-            append_ns: 0,
-            decode_ns: 1_000,
-            channel_bus_bytes: 0,
             bus_busy_ns: 8 * 300,
             engine_busy_ns: 200,
             flash_busy_ns: 64 * 500,
             dma_busy_ns: 100,
-            busiest_die_ns: 0,
-            dies: 64,
-            pages_read: 0,
-            channels: 8,
-            channel_bytes_per_s: 1.4e9,
+            ..CsdPoint::idle(1_000)
         }
     }
 

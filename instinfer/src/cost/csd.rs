@@ -97,6 +97,33 @@ pub struct CsdPoint {
     pub channel_bytes_per_s: f64,
 }
 
+#[cfg(test)]
+impl CsdPoint {
+    /// A dense point of 2 sequences × 40 heads × 1024 tokens on the
+    /// paper's 8 × 8 board that took `decode_ns` and nothing else: tests
+    /// set the fields they look at.
+    pub(crate) fn idle(decode_ns: u64) -> Self {
+        Self {
+            heads: 40,
+            s: 1024,
+            compression: None,
+            seqs: 2,
+            append_ns: 0,
+            decode_ns,
+            channel_bus_bytes: 0,
+            bus_busy_ns: 0,
+            engine_busy_ns: 0,
+            flash_busy_ns: 0,
+            dma_busy_ns: 0,
+            busiest_die_ns: 0,
+            dies: 64,
+            pages_read: 0,
+            channels: 8,
+            channel_bytes_per_s: 1.4e9,
+        }
+    }
+}
+
 impl CsdPoint {
     /// Virtual seconds of one layer's decode of one sequence.
     pub fn decode_s_per_seq(&self) -> f64 {

@@ -488,22 +488,9 @@ mod tests {
 
     fn profile(decode_ns: u64) -> CsdProfile {
         let pt = |s| CsdPoint {
-            heads: 40,
             s,
-            compression: None,
-            seqs: 2,
             append_ns: 1_000_000,
-            decode_ns: decode_ns * s as u64 / 1024,
-            channel_bus_bytes: 0,
-            bus_busy_ns: 0,
-            engine_busy_ns: 0,
-            flash_busy_ns: 0,
-            dma_busy_ns: 0,
-            busiest_die_ns: 0,
-            dies: 64,
-            pages_read: 0,
-            channels: 8,
-            channel_bytes_per_s: 1.4e9,
+            ..CsdPoint::idle(decode_ns * s as u64 / 1024)
         };
         CsdProfile {
             points: vec![pt(1024), pt(2048)],

@@ -135,22 +135,10 @@ mod tests {
 
     fn point(seqs: usize, decode_ns: u64) -> CsdPoint {
         CsdPoint {
-            heads: 40,
-            s: 1024,
-            compression: None,
             seqs,
-            append_ns: 0,
-            decode_ns,
-            channel_bus_bytes: 0,
-            bus_busy_ns: 0,
             engine_busy_ns: decode_ns / 4,
             flash_busy_ns: 64 * decode_ns * 9 / 10,
-            dma_busy_ns: 0,
-            busiest_die_ns: 0,
-            dies: 64,
-            pages_read: 0,
-            channels: 8,
-            channel_bytes_per_s: 1.4e9,
+            ..CsdPoint::idle(decode_ns)
         }
     }
 

@@ -172,22 +172,9 @@ mod tests {
 
     fn point(compression: Option<f64>, pages_read: u64, decode_ns: u64) -> CsdPoint {
         CsdPoint {
-            heads: 40,
-            s: 1024,
             compression,
-            seqs: 2,
-            append_ns: 0,
-            decode_ns,
-            channel_bus_bytes: 0,
-            bus_busy_ns: 0,
-            engine_busy_ns: 0,
-            flash_busy_ns: 0,
-            dma_busy_ns: 0,
-            busiest_die_ns: 0,
-            dies: 64,
             pages_read,
-            channels: 8,
-            channel_bytes_per_s: 1.4e9,
+            ..CsdPoint::idle(decode_ns)
         }
     }
 

@@ -3,7 +3,7 @@
 //! run. Also with more devices than KV heads (one device sits idle).
 
 use super::{Problem, device};
-use attention::shape::{Method, SparseParams};
+use attention::shape::Method;
 use host_driver::array::{ArrayDecode, CsdArray};
 use host_driver::transport::SimTransport;
 
@@ -31,11 +31,7 @@ fn run(arr: &mut CsdArray<SimTransport>, p: &Problem, steps: usize) -> Vec<Vec<i
         let method = if i % 2 == 1 {
             Method::Dense
         } else {
-            Method::SparF(SparseParams {
-                r: p.d / 8,
-                k: p.s / 8,
-                local: 4,
-            })
+            p.sparf_eighth()
         };
         let req = ArrayDecode {
             seq,

@@ -4,7 +4,7 @@
 //! admitted one at a time (a device-DRAM budget too small for two).
 
 use super::{Problem, SimDevice, device_with};
-use attention::shape::{Method, SparseParams};
+use attention::shape::Method;
 use board_sim::SimConfig;
 
 const SEQS: usize = 8;
@@ -13,11 +13,7 @@ fn method(i: usize, p: &Problem) -> Method {
     if i % 2 == 0 {
         Method::Dense
     } else {
-        Method::SparF(SparseParams {
-            r: p.d / 8,
-            k: p.s / 8,
-            local: 4,
-        })
+        p.sparf_eighth()
     }
 }
 

@@ -70,6 +70,15 @@ impl Problem {
         }
     }
 
+    /// SparF at 1/8: r = d/8 dims, k = S/8 tokens, the last 4 always.
+    pub fn sparf_eighth(&self) -> Method {
+        Method::SparF(attention::shape::SparseParams {
+            r: self.d / 8,
+            k: self.s / 8,
+            local: 4,
+        })
+    }
+
     pub fn q_heads(&self) -> usize {
         self.kv_heads * self.group
     }
