@@ -179,6 +179,55 @@ impl BlockParams {
     }
 }
 
+/// The flash-aware page selection (see [`crate::engine::pages_group`]):
+/// keys placed by similarity on pages of `page_tokens`, pages chosen by a
+/// bound on their logits, every token of a chosen page attended exactly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PagesParams {
+    /// Tokens per flash page (the FTL's token group), `>= 1`.
+    pub page_tokens: usize,
+    /// Most full pages read per KV head (each a K and a V page), `>= 1`.
+    pub max_pages: usize,
+    /// The most recent full pages always read (within `max_pages`).
+    pub local_pages: usize,
+    /// Mass budget in thousandths: pages are read until the chosen ones
+    /// hold this share of the estimated mass; 1000 reads `max_pages`.
+    pub mass_milli: u16,
+    /// How pages are scored.
+    pub score: PageScore,
+    /// Whether the prefill was placed by similarity (else in time order).
+    pub similar: bool,
+    /// Pages not read still count: each as `page_tokens` copies of its
+    /// mean key and mean value (kept in DRAM), in the same softmax.
+    pub fill: bool,
+}
+
+/// How the page selection scores a page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PageScore {
+    /// Quest's upper bound from the page's element-wise min and max keys.
+    Bound,
+    /// The logit of the page's mean key.
+    Mean,
+    /// The exact attention mass of the page's tokens (reads all of K: the
+    /// page-granular oracle, a bound on what a page score can reach).
+    Exact,
+}
+
+impl PagesParams {
+    /// `page_tokens ≥ 1`, `max_pages ≥ 1`, `mass_milli ≤ 1000`.
+    pub fn validate(&self) -> Result<(), AttentionError> {
+        if self.page_tokens == 0 || self.max_pages == 0 || self.mass_milli > 1000 {
+            return Err(AttentionError::InvalidSparse {
+                r: self.page_tokens,
+                k: self.max_pages,
+                head_dim: 0,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// Which attention to compute.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Method {
@@ -210,6 +259,9 @@ pub enum Method {
         /// Tokens attended.
         k: usize,
     },
+    /// The flash-aware page selection over a similarity-placed layout:
+    /// see [`PagesParams`].
+    Pages(PagesParams),
 }
 
 impl Method {
@@ -233,6 +285,7 @@ impl Method {
                 head_dim,
             }),
             Self::Oracle { .. } => Ok(()),
+            Self::Pages(p) => p.validate(),
         }
     }
 
@@ -247,6 +300,7 @@ impl Method {
             Self::Block(_) => "Block",
             Self::SparFPlus(_) => "SparF+",
             Self::Oracle { .. } => "Oracle",
+            Self::Pages(_) => "Pages",
         }
     }
 }

@@ -325,7 +325,8 @@ impl<T: Transport> Csd<T> {
             | Method::Local { .. }
             | Method::H2o(_)
             | Method::Block(_)
-            | Method::Oracle { .. } => {
+            | Method::Oracle { .. }
+            | Method::Pages(_) => {
                 return Err(arg(format!(
                     "the device runs dense, SparF and SparF+ only, not {}",
                     method.name()

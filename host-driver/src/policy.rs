@@ -19,7 +19,10 @@
 use std::fmt;
 use std::str::FromStr;
 
-use attention::shape::{BasisKind, BlockParams, Guard, H2oParams, Method, SparfPlus, SparseParams};
+use attention::shape::{
+    BasisKind, BlockParams, Guard, H2oParams, Method, PageScore, PagesParams, SparfPlus,
+    SparseParams,
+};
 
 /// The attention methods a model can run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -49,6 +52,10 @@ pub enum Selection {
     /// The selection oracle: top c·S tokens by exact attention (reads all
     /// of K to score: a bound, not a budget).
     Oracle,
+    /// Flash-aware: keys placed by similarity at prefill, whole pages
+    /// chosen by a bound on their logits (at most c of the full pages),
+    /// every token of a chosen page attended exactly.
+    Pages,
 }
 
 impl Selection {
@@ -65,7 +72,7 @@ impl Selection {
     }
 
     /// All of them, in report order.
-    pub const ALL: [Selection; 11] = [
+    pub const ALL: [Selection; 12] = [
         Selection::Dense,
         Selection::SparQ,
         Selection::SparF,
@@ -77,6 +84,7 @@ impl Selection {
         Selection::SparFGuard,
         Selection::SparFPcaGuard,
         Selection::Oracle,
+        Selection::Pages,
     ];
 
     /// Lower-case name as on the command line.
@@ -93,6 +101,37 @@ impl Selection {
             Self::SparFGuard => "sparf-guard",
             Self::SparFPcaGuard => "sparf-pca-guard",
             Self::Oracle => "oracle",
+            Self::Pages => "pages",
+        }
+    }
+
+    /// One line on what the method does and what it reads.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Dense => "every token: all K and V pages (the yardstick)",
+            Self::SparQ => {
+                "SparQ: per query head, r = c·d dims score all tokens, exact pass over k = c·S/2"
+            }
+            Self::SparF => {
+                "SparF (InstInfer): per KV group, r = c·d dims from the dim-indexed K copy, exact pass over k = c·S/2"
+            }
+            Self::H2o => {
+                "H2O: c·S tokens cached, half heavy hitters (evicted for good), half recent"
+            }
+            Self::Local => "the c·S most recent tokens",
+            Self::Block => {
+                "SolidAttention block-sparse: blocks of 32 tokens scored by representatives, c·S tokens"
+            }
+            Self::SparFPca => "SparF+ with its dim copy in a PCA basis of the prefill keys",
+            Self::SparFBal => "SparF+ with the PCA basis scaled by the keys' RMS",
+            Self::SparFGuard => "SparF+ with the adaptive guardrail (k widens while alpha is low)",
+            Self::SparFPcaGuard => "SparF+ with the PCA basis and the guardrail",
+            Self::Oracle => {
+                "top c·S tokens by exact attention (reads all of K: a bound, not a method)"
+            }
+            Self::Pages => {
+                "flash-aware: similar keys placed on the same pages, at most c of the pages chosen by a Quest bound, read whole"
+            }
         }
     }
 }
@@ -111,7 +150,7 @@ impl FromStr for Selection {
             .find(|m| m.name() == s.trim().to_ascii_lowercase())
             .ok_or_else(|| {
                 format!(
-                    "unknown method `{s}` (dense, sparq, sparf, h2o, local, block, sparf-pca, sparf-bal, sparf-guard, sparf-pca-guard, oracle)"
+                    "unknown method `{s}` (dense, sparq, sparf, h2o, local, block, sparf-pca, sparf-bal, sparf-guard, sparf-pca-guard, oracle, pages; `eval --list-methods` describes them)"
                 )
             })
     }
@@ -185,6 +224,85 @@ pub struct Policy {
     /// SparF and SparF+: scale each layer's k by how much its selection
     /// misses on the prompt (see [`crate::runner::LayerPlan`]).
     pub per_layer: bool,
+    /// The page selection's knobs.
+    pub pages: PagesSetting,
+}
+
+/// The knobs of the flash-aware page selection ([`Selection::Pages`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PagesSetting {
+    /// Flash page size of the drive, bytes: a page holds
+    /// `page_bytes / (2·d)` tokens of one head.
+    pub page_bytes: u32,
+    /// The most recent full pages always read (and kept in time order at
+    /// prefill).
+    pub local_pages: usize,
+    /// Mass budget: pages are read until the chosen ones hold this share
+    /// of the estimated mass, `0..=1` (1 reads the whole budget).
+    pub mass: f64,
+    /// How a page is scored.
+    pub score: PageScore,
+    /// Place the prefill by similarity (else in time order).
+    pub similar: bool,
+    /// Unread pages enter the softmax as their mean key and value.
+    pub fill: bool,
+}
+
+impl PagesSetting {
+    /// The tuned default (on the tuning text; see docs/flash-selection.md).
+    pub const DEFAULT: PagesSetting = PagesSetting {
+        page_bytes: 4096,
+        local_pages: 1,
+        mass: 1.0,
+        score: PageScore::Bound,
+        similar: true,
+        fill: false,
+    };
+
+    /// Checks the ranges.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.page_bytes < 4 || !self.page_bytes.is_power_of_two() {
+            return Err(format!(
+                "page size {} is not a power of two ≥ 4",
+                self.page_bytes
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.mass) {
+            return Err(format!("pages mass {} is not in 0..=1", self.mass));
+        }
+        Ok(())
+    }
+
+    /// Tokens of one head per page at head dimension `d`.
+    pub fn page_tokens(&self, d: usize) -> usize {
+        (self.page_bytes as usize / (2 * d.max(1))).max(1)
+    }
+
+    /// The parameters for `s` tokens of head dimension `d` at compression
+    /// `c`: at most c of the full pages (at least one, and at least the
+    /// local ones).
+    pub fn params(&self, c: f64, s: usize, d: usize) -> PagesParams {
+        let t = self.page_tokens(d);
+        let full = s / t;
+        let max_pages = ((c * full as f64).floor() as usize)
+            .max(self.local_pages + 1)
+            .max(1);
+        PagesParams {
+            page_tokens: t,
+            max_pages,
+            local_pages: self.local_pages,
+            mass_milli: (self.mass * 1000.0).round() as u16,
+            score: self.score,
+            similar: self.similar,
+            fill: self.fill,
+        }
+    }
+}
+
+impl Default for PagesSetting {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
 }
 
 /// The guardrail's knobs: k doubles while some query head's approximate
@@ -252,6 +370,7 @@ impl Policy {
         compression: Compression::NONE,
         guard: GuardSetting::DEFAULT,
         per_layer: false,
+        pages: PagesSetting::DEFAULT,
     };
 
     /// `selection` at `compression`, the guardrail at its defaults.
@@ -261,6 +380,7 @@ impl Policy {
             compression,
             guard: GuardSetting::DEFAULT,
             per_layer: false,
+            pages: PagesSetting::DEFAULT,
         }
     }
 
@@ -306,6 +426,7 @@ impl Policy {
                 }
             }
             Selection::Oracle => Method::Oracle { k: tokens(c, s) },
+            Selection::Pages => Method::Pages(self.pages.params(c, s, d)),
             Selection::H2o => {
                 let budget = tokens(c, s);
                 Method::H2o(H2oParams {
@@ -338,6 +459,11 @@ impl Policy {
             Method::Local { window } => (window.min(s) as f64 / s as f64).min(1.0),
             Method::Block(p) => (p.budget.min(s) as f64 / s as f64).min(1.0),
             Method::Oracle { k } => (k.min(s) as f64 / s as f64).min(1.0),
+            // The pages' tokens; the DRAM tail is not read.
+            Method::Pages(p) => {
+                let full = s / p.page_tokens;
+                (p.max_pages.min(full) as f64 / full.max(1) as f64).min(1.0)
+            }
         }
     }
 }

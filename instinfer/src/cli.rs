@@ -9,6 +9,7 @@ mod gpu;
 mod guard;
 mod identify;
 mod model;
+mod pages;
 mod run;
 mod serve;
 mod ssd;

@@ -39,7 +39,8 @@ pub fn attend_heads(
         | Method::H2o(_)
         | Method::Block(_)
         | Method::SparFPlus(_)
-        | Method::Oracle { .. } => Err(AttentionError::Unsupported {
+        | Method::Oracle { .. }
+        | Method::Pages(_) => Err(AttentionError::Unsupported {
             method: method.name(),
         }),
     })

@@ -93,6 +93,7 @@ mod guard;
 mod heads;
 mod kernels;
 mod model;
+mod pages;
 mod softmax;
 mod topk;
 
@@ -108,5 +109,9 @@ pub use guard::{alpha_threshold, select_guarded, select_guarded_with};
 pub use heads::attend_heads;
 pub use kernels::{accumulate, add_vsum, alpha, finish, vmean};
 pub use model::{PlusInputs, SparfOutput, dense_group, sparf_group, sparf_plus_group};
+pub use pages::{
+    LAYOUT_ROUNDS, PagesOutput, bound_row, layout_order, page_logits, page_tokens, pages_group,
+    select_pages, select_pages_with, summarize,
+};
 pub use softmax::{EXP2_POLY, LOG2E_Q16, P_ONE, exp2_frac, softmax, weight};
 pub use topk::{LOCAL_BONUS, argtopk, select_dims, token_keys};

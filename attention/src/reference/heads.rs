@@ -44,6 +44,10 @@ pub fn attend_heads(
                 .map(|t| t.out)
         }
         Method::Oracle { k } => super::oracle(q_g, k_g, v_g, shape, k),
+        // Defined on the drive's layout and integer bounds only.
+        Method::Pages(_) => Err(AttentionError::Unsupported {
+            method: "Pages (engine model only: attention::engine::pages_group)",
+        }),
     })
 }
 
@@ -93,7 +97,9 @@ mod tests {
                     Method::Local { window } => local(qg, kg, vg, shape, window),
                     Method::H2o(_) => unreachable!("stateful"),
                     Method::Block(p) => block_sparse(qg, kg, vg, shape, p),
-                    Method::SparFPlus(_) | Method::Oracle { .. } => unreachable!("not listed"),
+                    Method::SparFPlus(_) | Method::Oracle { .. } | Method::Pages(_) => {
+                        unreachable!("not listed")
+                    }
                 }
                 .unwrap();
                 assert_eq!(all[g * 2 * d..(g + 1) * 2 * d], want[..]);

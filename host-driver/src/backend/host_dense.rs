@@ -33,6 +33,22 @@ struct HeadKv {
     basis: Option<(BasisKind, reference::Basis)>,
     k_rot: Vec<f32>,
     k_rot_bits: Vec<u16>,
+    /// The page selection: K and V as the drive places them.
+    placed: Option<Placed>,
+}
+
+/// K and V (fp16 bits) in slot order: the prefill as
+/// [`engine::layout_order`] places it, later tokens in time order.
+#[derive(Debug, Clone)]
+struct Placed {
+    /// Tokens per page and recent tokens kept in order: the layout's
+    /// parameters.
+    t: usize,
+    keep: usize,
+    k: Vec<u16>,
+    v: Vec<u16>,
+    /// Tokens placed so far.
+    len: usize,
 }
 
 impl HeadKv {
@@ -63,6 +79,47 @@ impl HeadKv {
             Arithmetic::Engine => self.k_rot_bits.extend(to_f16_bits(&more)),
         }
         basis
+    }
+}
+
+impl HeadKv {
+    /// Places the prefill on first use (pages of `t`, the last `keep`
+    /// tokens in order) and appends the tokens since; returns K and V in
+    /// slot order. A change of `t` or `keep` places the prefill again.
+    fn sync_placed(&mut self, d: usize, t: usize, keep: usize) -> (&[u16], &[u16]) {
+        if self
+            .placed
+            .as_ref()
+            .is_none_or(|p| p.t != t || p.keep != keep)
+        {
+            let pre_k = to_f16_bits(&self.k[..self.prefill * d]);
+            let pre_v = to_f16_bits(&self.v[..self.prefill * d]);
+            let order = engine::layout_order(&pre_k, d, t, keep);
+            let mut k = Vec::with_capacity(self.k.len());
+            let mut v = Vec::with_capacity(self.v.len());
+            for &j in &order {
+                let j = j as usize;
+                k.extend_from_slice(&pre_k[j * d..(j + 1) * d]);
+                v.extend_from_slice(&pre_v[j * d..(j + 1) * d]);
+            }
+            self.placed = Some(Placed {
+                t,
+                keep,
+                k,
+                v,
+                len: self.prefill,
+            });
+        }
+        let Some(p) = self.placed.as_mut() else {
+            unreachable!("set above");
+        };
+        let n = self.k.len() / d.max(1);
+        if p.len < n {
+            p.k.extend(to_f16_bits(&self.k[p.len * d..]));
+            p.v.extend(to_f16_bits(&self.v[p.len * d..]));
+            p.len = n;
+        }
+        (&p.k, &p.v)
     }
 }
 
@@ -229,6 +286,7 @@ impl AttentionBackend for HostDense {
                 head_dim: d,
             };
             let mut read = 0usize;
+            let (mut pages_read, mut pages_all) = (0usize, 0usize);
             let n_heads = heads.len();
             for (h, hk) in heads.iter_mut().enumerate() {
                 let q_g = &q[h * g * d..(h + 1) * g * d];
@@ -278,6 +336,20 @@ impl AttentionBackend for HostDense {
                         guard.count(t.tokens.len(), o.p.k.min(s), d);
                         out.extend(t.out.into_iter().map(engine::fx_to_f32));
                     }
+                    // The drive's method: the engine model in both modes.
+                    (_, Method::Pages(p)) => {
+                        let keep = if p.similar {
+                            p.local_pages * p.page_tokens
+                        } else {
+                            usize::MAX
+                        };
+                        let (k, v) = hk.sync_placed(d, p.page_tokens, keep);
+                        let t = engine::pages_group(&to_f16_bits(q_g), k, v, group, p)?;
+                        let full = s / p.page_tokens;
+                        pages_read += t.pages.len();
+                        pages_all += full;
+                        out.extend(t.out.into_iter().map(engine::fx_to_f32));
+                    }
                     (Arithmetic::Reference, method) => out.extend(reference::attend_heads(
                         method, q_g, &hk.k, &hk.v, g, 1, s, d,
                     )?),
@@ -297,8 +369,15 @@ impl AttentionBackend for HostDense {
                 }
             }
             self.guard = guard;
-            self.last_read = matches!(step.method, Method::SparQ(_) | Method::SparFPlus(_))
-                .then(|| read as f64 / (n_heads * 2 * s * d).max(1) as f64);
+            self.last_read = match step.method {
+                Method::SparQ(_) | Method::SparFPlus(_) => {
+                    Some(read as f64 / (n_heads * 2 * s * d).max(1) as f64)
+                }
+                // Whole pages: of the full pages, those read (the DRAM
+                // tail is read by neither).
+                Method::Pages(_) => Some(pages_read as f64 / pages_all.max(1) as f64),
+                _ => None,
+            };
             outs.push(out);
         }
         Ok(outs)

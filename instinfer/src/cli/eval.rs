@@ -15,8 +15,12 @@ use solid_attention::Budget;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Text file to score.
+    #[arg(long, required_unless_present = "list_methods")]
+    text: Option<PathBuf>,
+    /// Print every method's name and a one-line description, one a line,
+    /// and exit.
     #[arg(long)]
-    text: PathBuf,
+    list_methods: bool,
     /// Context tokens per window (prefilled).
     #[arg(long, default_value_t = 1024)]
     context: usize,
@@ -51,6 +55,8 @@ pub struct Args {
     ssd: super::ssd::SsdArgs,
     #[command(flatten)]
     guard: super::guard::GuardArgs,
+    #[command(flatten)]
+    pages: super::pages::PagesArgs,
     /// CSV output.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -63,9 +69,20 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<(), RunError> {
+    if a.list_methods {
+        for m in Selection::ALL {
+            println!("{:<16} {}", m.name(), m.describe());
+        }
+        return Ok(());
+    }
     let guard = a.guard.setting()?;
-    let text = std::fs::read_to_string(&a.text)
-        .map_err(|e| RunError::Input(format!("{}: {e}", a.text.display())))?;
+    let pages = a.pages.setting(&a.page_size)?;
+    let path = a
+        .text
+        .as_deref()
+        .ok_or_else(|| RunError::Input("--text is required".into()))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| RunError::Input(format!("{}: {e}", path.display())))?;
     let model = super::model::load(a.model.as_deref())?;
     let tokens = model.tokenizer().encode(&text);
     let p = EvalParams {
@@ -81,6 +98,7 @@ pub fn run(a: Args) -> Result<(), RunError> {
         kv_name: kv_name(a.model.as_deref()),
         guard,
         per_layer: a.guard.per_layer,
+        pages,
     };
     let bar = ProgressBar::new(0);
     bar.set_style(

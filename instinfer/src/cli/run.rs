@@ -70,6 +70,8 @@ pub struct Args {
     ssd: super::ssd::SsdArgs,
     #[command(flatten)]
     guard: super::guard::GuardArgs,
+    #[command(flatten)]
+    pages: super::pages::PagesArgs,
     /// A GGUF model instead of the cached SmolLM2-135M-Instruct.
     #[arg(long)]
     model: Option<PathBuf>,
@@ -90,6 +92,7 @@ pub fn run(a: Args) -> Result<(), RunError> {
             compression: a.compression,
             guard: a.guard.setting()?,
             per_layer: a.guard.per_layer,
+            pages: a.pages.setting(&a.page_size)?,
         },
         devices: a.devices,
         page_size: super::page_size(&a.page_size),

@@ -258,7 +258,8 @@ impl AttendReport {
             | Method::Local { .. }
             | Method::H2o(_)
             | Method::Block(_)
-            | Method::Oracle { .. } => (None, None, None),
+            | Method::Oracle { .. }
+            | Method::Pages(_) => (None, None, None),
         };
         json!({
             "method": self.method_name,

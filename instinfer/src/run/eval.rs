@@ -83,6 +83,8 @@ pub struct EvalParams {
     pub guard: host_driver::policy::GuardSetting,
     /// Per-layer k for SparF and SparF+ (see [`host_driver::runner::LayerPlan`]).
     pub per_layer: bool,
+    /// The page selection's knobs.
+    pub pages: host_driver::policy::PagesSetting,
 }
 
 /// One line of the results.
@@ -253,6 +255,7 @@ pub fn configurations(p: &EvalParams) -> Vec<Policy> {
                 compression,
                 guard: p.guard,
                 per_layer: p.per_layer,
+                pages: p.pages,
             });
         }
     }
@@ -435,6 +438,7 @@ mod tests {
             kv_name: "test".into(),
             guard: Default::default(),
             per_layer: false,
+            pages: Default::default(),
         };
         let c = configurations(&p);
         assert_eq!(c.len(), 5);

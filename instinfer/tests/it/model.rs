@@ -87,6 +87,7 @@ fn sparf_and_sparf_plus_score_identically_on_the_drive_and_the_host_engine() {
         kv_name: "unused".into(),
         guard: Default::default(),
         per_layer: false,
+        pages: Default::default(),
     };
     let csd = evaluate(&model, &tokens, &params(EvalBackend::Csd), |_, _| {}).unwrap();
     let eng = evaluate(&model, &tokens, &params(EvalBackend::HostEngine), |_, _| {}).unwrap();
@@ -129,6 +130,7 @@ fn block_sparse_on_the_ssd_scores_like_dram_and_the_reference() {
         kv_name: "smollm".into(),
         guard: Default::default(),
         per_layer: false,
+        pages: Default::default(),
     };
     let ssd = evaluate(
         &model,

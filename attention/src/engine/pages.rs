@@ -1,0 +1,704 @@
+//! Flash-aware selection ("pages"): the drive reads whole flash pages, so
+//! this method chooses pages, not tokens, and lays the tokens out so that
+//! the pages it chooses hold the tokens attention needs.
+//!
+//! * **Placement** ([`layout_order`]): at prefill the keys of one KV head
+//!   are grouped by similarity (integer k-means on the centred keys) and
+//!   written cluster by cluster, so a page holds keys that are alike; the
+//!   most recent tokens keep their order at the end (they are the local
+//!   window). Attention is a sum over tokens, so the order in which the
+//!   drive stores them does not change any result.
+//! * **Page summaries** ([`summarize`]): per full page of `T` tokens, the
+//!   element-wise minimum and maximum of its keys (fp16 bits, `2·d`
+//!   values), kept in device DRAM: `4·d` bytes per `T` tokens, 1/32 of the
+//!   K and V bytes at T = 32.
+//! * **Page scores** ([`page_logits`]): Quest's bound q·k ≤ Σ_i max(q_i·min_i,
+//!   q_i·max_i) for every key of the page. The row that reaches it picks
+//!   max_i where q_i ≥ 0 and min_i elsewhere ([`bound_row`]: a multiplexer
+//!   in front of the GeMV lanes), so the bound is an ordinary logit.
+//! * **Choice** ([`select_pages`]): softmax of the bound logits per query
+//!   head, page key = Σ over the group (+ [`LOCAL_BONUS`] for the
+//!   `local_pages` most recent full pages), argtopk of `max_pages`, then
+//!   the mass budget: in key order, pages are kept while the mass before
+//!   them is below `mass_milli`/1000 of the group's (forced pages always).
+//! * **Exact pass** ([`pages_group`]): every token of the chosen pages and
+//!   every token not yet in a full page (the DRAM tail), exact logits,
+//!   softmax over them, weighted sum; no blend (α = 1).
+//!
+//! Every step is integer and order-independent, so the firmware (which
+//! scores pages on the GeMV lanes and streams the chosen pages through the
+//! exact pass as they arrive) matches [`pages_group`] bit for bit. The
+//! exact pass is dense's arithmetic on a subset of tokens, so its error
+//! against the real-valued attention over the same tokens is dense's bound
+//! ([`crate::engine::DENSE_EPS`]); what the selection leaves out is the
+//! method's approximation, measured as perplexity, not bounded.
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use super::fixed::{dense_scale, f32_to_f16_bits, fx, fx_to_f32, logit};
+use super::kernels::{accumulate, finish};
+use super::softmax::{P_ONE, softmax};
+use super::topk::{LOCAL_BONUS, argtopk};
+use crate::error::AttentionError;
+use crate::shape::{GroupShape, PageScore, PagesParams};
+
+/// k-means rounds of the placement.
+pub const LAYOUT_ROUNDS: usize = 6;
+
+/// Right shift from Q14 to the Q8 keys the placement clusters: |x| < 2^24,
+/// so squared norms and dot products over d ≤ 256 dims stay below 2^57
+/// and sums over 2^6 … 2^31 tokens stay in i64 where it matters.
+const LAYOUT_SHIFT: u32 = 6;
+
+/// The placement of `n = k.len() / d` keys (fp16, `n × d`) on pages of `t`
+/// tokens: returns `order`, slot → index into `k`. The first
+/// m = ⌊(n − keep_recent) / t⌋ · t keys are grouped by similarity
+/// ([`LAYOUT_ROUNDS`] rounds of k-means with m / t clusters on the centred
+/// Q8 keys, farthest-first seeds, clusters chained nearest-first, each cluster's tokens in
+/// index order); the other n − m keep their order at the end.
+///
+/// Deterministic: integer arithmetic throughout, ties to the lower index.
+pub fn layout_order(k: &[u16], d: usize, t: usize, keep_recent: usize) -> Vec<u32> {
+    let n = if d == 0 { 0 } else { k.len() / d };
+    let m = if t == 0 {
+        0
+    } else {
+        n.saturating_sub(keep_recent) / t * t
+    };
+    let clusters = m.checked_div(t).unwrap_or(0);
+    let mut order: Vec<u32> = Vec::with_capacity(n);
+    if clusters >= 2 {
+        let assign = kmeans(&k[..m * d], d, clusters);
+        let (chain, _) = chain_clusters(&k[..m * d], d, &assign, clusters);
+        for c in chain {
+            order.extend(
+                assign
+                    .iter()
+                    .zip(0u32..)
+                    .filter(|&(&a, _)| a == c)
+                    .map(|(_, j)| j),
+            );
+        }
+    } else {
+        order.extend(0..m as u32);
+    }
+    order.extend(m as u32..n as u32);
+    order
+}
+
+fn q8(b: u16) -> i64 {
+    i64::from(fx(b) >> LAYOUT_SHIFT)
+}
+
+/// Centred Q8 keys, `m × d`.
+fn centred(k: &[u16], d: usize) -> Vec<i64> {
+    let m = k.len() / d;
+    let mut mean = vec![0i64; d];
+    for row in k.chunks_exact(d) {
+        for (s, &b) in mean.iter_mut().zip(row) {
+            *s += q8(b);
+        }
+    }
+    for s in &mut mean {
+        *s = s.div_euclid(m.max(1) as i64);
+    }
+    k.chunks_exact(d)
+        .flat_map(|row| row.iter().zip(&mean).map(|(&b, &mu)| q8(b) - mu))
+        .collect()
+}
+
+fn dot64(a: &[i64], b: &[i64]) -> i64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Cluster index of each of the `m` keys.
+fn kmeans(k: &[u16], d: usize, clusters: usize) -> Vec<u32> {
+    let x = centred(k, d);
+    let m = x.len() / d;
+    // Seeds: farthest-first (the key farthest from the mean, then each
+    // time the key farthest from every seed so far; ties to the lower
+    // index), so separated families each get one.
+    let mut cent: Vec<i64> = Vec::with_capacity(clusters * d);
+    let mut near: Vec<i64> = x.chunks_exact(d).map(|r| dot64(r, r)).collect();
+    for _ in 0..clusters {
+        let mut far = (i64::MIN, 0usize);
+        for (j, &n) in near.iter().enumerate() {
+            if n > far.0 {
+                far = (n, j);
+            }
+        }
+        let seed = &x[far.1 * d..(far.1 + 1) * d];
+        cent.extend_from_slice(seed);
+        for (n, row) in near.iter_mut().zip(x.chunks_exact(d)) {
+            let dist: i64 = row.iter().zip(seed).map(|(a, b)| (a - b) * (a - b)).sum();
+            *n = (*n).min(dist);
+        }
+    }
+    let mut assign = vec![0u32; m];
+    let mut sums = vec![0i64; clusters * d];
+    let mut counts = vec![0i64; clusters];
+    for _ in 0..LAYOUT_ROUNDS {
+        // argmin ‖x − c‖² = argmax x·c − ‖c‖²/2 (exact: both sides × 2).
+        let half: Vec<i64> = cent.chunks_exact(d).map(|c| dot64(c, c)).collect();
+        for (a, row) in assign.iter_mut().zip(x.chunks_exact(d)) {
+            let mut best = (i64::MIN, 0u32);
+            for (c, (cv, &h)) in cent.chunks_exact(d).zip(&half).enumerate() {
+                let score = 2 * dot64(row, cv) - h;
+                if score > best.0 {
+                    best = (score, c as u32);
+                }
+            }
+            *a = best.1;
+        }
+        sums.fill(0);
+        counts.fill(0);
+        for (&a, row) in assign.iter().zip(x.chunks_exact(d)) {
+            let a = a as usize;
+            counts[a] += 1;
+            for (s, &v) in sums[a * d..(a + 1) * d].iter_mut().zip(row) {
+                *s += v;
+            }
+        }
+        for (c, &n) in counts.iter().enumerate() {
+            if n > 0 {
+                for (cv, &s) in cent[c * d..(c + 1) * d]
+                    .iter_mut()
+                    .zip(&sums[c * d..(c + 1) * d])
+                {
+                    *cv = s.div_euclid(n);
+                }
+            }
+        }
+    }
+    assign
+}
+
+/// The clusters in chain order (from cluster 0, each next one the nearest
+/// unvisited centroid) and the centroids.
+fn chain_clusters(k: &[u16], d: usize, assign: &[u32], clusters: usize) -> (Vec<u32>, Vec<i64>) {
+    let x = centred(k, d);
+    let mut cent = vec![0i64; clusters * d];
+    let mut counts = vec![0i64; clusters];
+    for (&a, row) in assign.iter().zip(x.chunks_exact(d)) {
+        let a = a as usize;
+        counts[a] += 1;
+        for (s, &v) in cent[a * d..(a + 1) * d].iter_mut().zip(row) {
+            *s += v;
+        }
+    }
+    for (c, &n) in counts.iter().enumerate() {
+        for s in &mut cent[c * d..(c + 1) * d] {
+            *s = s.div_euclid(n.max(1));
+        }
+    }
+    let mut seen = vec![false; clusters];
+    let mut chain = Vec::with_capacity(clusters);
+    let mut at = 0usize;
+    for _ in 0..clusters {
+        seen[at] = true;
+        chain.push(at as u32);
+        let here = &cent[at * d..(at + 1) * d];
+        let mut best = (i64::MAX, usize::MAX);
+        for (c, cv) in cent.chunks_exact(d).enumerate() {
+            if seen[c] {
+                continue;
+            }
+            let dist: i64 = here.iter().zip(cv).map(|(a, b)| (a - b) * (a - b)).sum();
+            if dist < best.0 {
+                best = (dist, c);
+            }
+        }
+        if best.1 == usize::MAX {
+            break;
+        }
+        at = best.1;
+    }
+    (chain, cent)
+}
+
+/// Element-wise minimum and maximum (by value; the first on ties) of the
+/// `T × d` fp16 rows of one page, as fp16 bits; `out` gets `min ‖ max`
+/// (`2·d` values).
+pub fn summarize(rows: &[u16], d: usize, out: &mut Vec<u16>) {
+    out.clear();
+    out.resize(2 * d, 0);
+    let mut first = true;
+    for row in rows.chunks_exact(d) {
+        for (i, &b) in row.iter().enumerate() {
+            if first || fx(b) < fx(out[i]) {
+                out[i] = b;
+            }
+            if first || fx(b) > fx(out[d + i]) {
+                out[d + i] = b;
+            }
+        }
+        first = false;
+    }
+}
+
+/// The key row that reaches the bound for query `q_h` (Fx): `max_i` where
+/// `q_i ≥ 0`, `min_i` elsewhere, from a `min ‖ max` summary.
+pub fn bound_row(q_h: &[i32], summary: &[u16], out: &mut [u16]) {
+    let d = q_h.len();
+    for (i, (o, &q)) in out.iter_mut().zip(q_h).enumerate() {
+        let at = if q >= 0 { d + i } else { i };
+        *o = summary.get(at).copied().unwrap_or(0);
+    }
+}
+
+/// Bound logits, `g × pages` head-major: [`logit`] of each query head
+/// against each page's [`bound_row`], with the dense scale.
+pub fn page_logits(qf: &[i32], g: usize, d: usize, summaries: &[u16], out: &mut Vec<i32>) {
+    let pages = summaries.len() / (2 * d).max(1);
+    let c = dense_scale(d);
+    out.clear();
+    out.resize(g * pages, 0);
+    let mut row = vec![0u16; d];
+    for (h, q_h) in qf.chunks_exact(d).take(g).enumerate() {
+        for (p, summary) in summaries.chunks_exact(2 * d).enumerate() {
+            bound_row(q_h, summary, &mut row);
+            out[h * pages + p] = logit(q_h, &row, c);
+        }
+    }
+}
+
+/// The pages to read, ascending, from the bound logits (`g × pages`):
+/// softmax per head, key = Σ_h p + [`LOCAL_BONUS`] on the last
+/// `local_pages`, argtopk of `max_pages` (via `topk`, the argtopk unit),
+/// then in key order (ties to the lower index) pages are kept while the
+/// mass kept before them is below `mass_milli`/1000 · g · 2^30; forced
+/// pages are always kept.
+pub fn select_pages_with(
+    logits: &[i32],
+    g: usize,
+    p: PagesParams,
+    topk: impl FnMut(&[u64], usize, &mut Vec<u32>),
+) -> Vec<u32> {
+    let pages = logits.len() / g.max(1);
+    if pages == 0 {
+        return Vec::new();
+    }
+    let mut probs = vec![0u32; g * pages];
+    for (l, pr) in logits
+        .chunks_exact(pages)
+        .zip(probs.chunks_exact_mut(pages))
+    {
+        softmax(l, pr);
+    }
+    let mut keys = vec![0u64; pages];
+    for pr in probs.chunks_exact(pages) {
+        for (k, &x) in keys.iter_mut().zip(pr) {
+            *k += u64::from(x);
+        }
+    }
+    choose_pages(keys, g, p, topk)
+}
+
+/// The choice from page keys (Σ over the group of Q0.30 masses): the
+/// recency bonus, argtopk of `max_pages`, the mass budget.
+fn choose_pages(
+    mut keys: Vec<u64>,
+    g: usize,
+    p: PagesParams,
+    mut topk: impl FnMut(&[u64], usize, &mut Vec<u32>),
+) -> Vec<u32> {
+    let pages = keys.len();
+    let first_local = pages.saturating_sub(p.local_pages);
+    for k in &mut keys[first_local..] {
+        *k += LOCAL_BONUS;
+    }
+    let mut chosen = Vec::new();
+    topk(&keys, p.max_pages.min(pages), &mut chosen);
+    if p.mass_milli >= 1000 {
+        return chosen;
+    }
+    let mut ranked: Vec<(u64, u32)> = chosen
+        .iter()
+        .map(|&j| (keys.get(j as usize).copied().unwrap_or(0), j))
+        .collect();
+    ranked.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let want = u64::from(p.mass_milli) * g as u64 * u64::from(P_ONE) / 1000;
+    let mut mass = 0u64;
+    let mut kept: Vec<u32> = Vec::with_capacity(ranked.len());
+    for (key, j) in ranked {
+        let forced = key >= LOCAL_BONUS;
+        if forced || mass < want {
+            kept.push(j);
+            mass += key % LOCAL_BONUS;
+        }
+    }
+    kept.sort_unstable();
+    kept
+}
+
+/// [`select_pages_with`] on the model's argtopk.
+pub fn select_pages(logits: &[i32], g: usize, p: PagesParams) -> Vec<u32> {
+    select_pages_with(logits, g, p, argtopk)
+}
+
+/// The tokens a choice of pages attends: every slot of each chosen page,
+/// then the tail `full_pages · t .. s`, ascending.
+pub fn page_tokens(pages: &[u32], t: usize, s: usize) -> Vec<u32> {
+    let full = s / t.max(1);
+    let mut out = Vec::new();
+    for &p in pages {
+        let p = p as usize;
+        if p < full {
+            out.extend((p * t) as u32..((p + 1) * t) as u32);
+        }
+    }
+    out.extend((full * t) as u32..s as u32);
+    out
+}
+
+/// The result of [`pages_group`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PagesOutput {
+    /// `g × d` output, Fx.
+    pub out: Vec<i32>,
+    /// The chosen full pages, ascending.
+    pub pages: Vec<u32>,
+    /// Tokens attended (chosen pages and the tail).
+    pub tokens: usize,
+}
+
+/// The method on one KV group whose `K` and `V` (`S × d` fp16) are in slot
+/// order (as placed on flash): summaries of the ⌊S / T⌋ full pages, page
+/// choice, exact pass. See the module docs.
+pub fn pages_group(
+    q: &[u16],
+    k: &[u16],
+    v: &[u16],
+    shape: GroupShape,
+    p: PagesParams,
+) -> Result<PagesOutput, AttentionError> {
+    let s = shape.check_inputs(q.len(), k.len(), v.len())?;
+    p.validate()?;
+    let (g, d, t) = (shape.group, shape.head_dim, p.page_tokens);
+    let qf: Vec<i32> = q.iter().map(|&b| fx(b)).collect();
+    let full = s / t;
+    let pages = match p.score {
+        PageScore::Bound => {
+            let mut summaries = Vec::with_capacity(full * 2 * d);
+            let mut one = Vec::new();
+            for page in k[..full * t * d].chunks_exact(t * d) {
+                summarize(page, d, &mut one);
+                summaries.extend_from_slice(&one);
+            }
+            let mut logits = Vec::new();
+            page_logits(&qf, g, d, &summaries, &mut logits);
+            select_pages(&logits, g, p)
+        }
+        PageScore::Mean => {
+            let c = dense_scale(d);
+            let means: Vec<Vec<u16>> = k[..full * t * d]
+                .chunks_exact(t * d)
+                .map(|page| mean_row(page, d))
+                .collect();
+            let mut logits = vec![0i32; g * full];
+            for (h, q_h) in qf.chunks_exact(d).enumerate() {
+                for (pi, m) in means.iter().enumerate() {
+                    logits[h * full + pi] = logit(q_h, m, c);
+                }
+            }
+            select_pages(&logits, g, p)
+        }
+        PageScore::Exact => {
+            // Softmax over every token per head, mass summed per page.
+            let c = dense_scale(d);
+            let mut keys = vec![0u64; full];
+            let mut l = vec![0i32; s];
+            let mut pr = vec![0u32; s];
+            for q_h in qf.chunks_exact(d) {
+                for (x, row) in l.iter_mut().zip(k.chunks_exact(d)) {
+                    *x = logit(q_h, row, c);
+                }
+                softmax(&l, &mut pr);
+                for (key, page) in keys.iter_mut().zip(pr.chunks_exact(t)) {
+                    *key += page.iter().map(|&x| u64::from(x)).sum::<u64>();
+                }
+            }
+            choose_pages(keys, g, p, argtopk)
+        }
+    };
+    let tokens = page_tokens(&pages, t, s);
+    let out = if p.fill {
+        // Unread full pages as T copies of their mean key and value:
+        // logit(q, k̄) + ln T, one softmax over tokens and pages.
+        let unread: Vec<usize> = (0..full)
+            .filter(|pg| pages.binary_search(&(*pg as u32)).is_err())
+            .collect();
+        let kbar: Vec<Vec<u16>> = unread
+            .iter()
+            .map(|&pg| mean_row(&k[pg * t * d..(pg + 1) * t * d], d))
+            .collect();
+        let vbar: Vec<Vec<u16>> = unread
+            .iter()
+            .map(|&pg| mean_row(&v[pg * t * d..(pg + 1) * t * d], d))
+            .collect();
+        filled(&qf, k, v, d, &tokens, &kbar, &vbar, ln_q16(t))
+    } else {
+        exact_all(&qf, k, v, d, &tokens)
+    };
+    Ok(PagesOutput {
+        out,
+        pages,
+        tokens: tokens.len(),
+    })
+}
+
+/// The mean of a page's keys, rounded to fp16.
+fn mean_row(page: &[u16], d: usize) -> Vec<u16> {
+    let n = (page.len() / d.max(1)).max(1) as i64;
+    (0..d)
+        .map(|i| {
+            let sum: i64 = page.chunks_exact(d).map(|r| i64::from(fx(r[i]))).sum();
+            f32_to_f16_bits(fx_to_f32(sum.div_euclid(n) as i32))
+        })
+        .collect()
+}
+
+/// ln(n) in Q16, rounded (n ≤ 2^16).
+pub fn ln_q16(n: usize) -> i32 {
+    // ln n = log2 n · ln 2: integer part from the bit length, fraction by
+    // bisection on the squares (16 bits), all integer.
+    let n = n.clamp(1, 1 << 16) as u64;
+    let int = 63 - n.leading_zeros() as u64;
+    // x in Q32: n / 2^int in [1, 2).
+    let mut x: u128 = (u128::from(n) << 32) >> int;
+    let mut frac: u64 = 0;
+    for bit in (0..16).rev() {
+        x = (x * x) >> 32;
+        if x >= 2 << 32 {
+            x >>= 1;
+            frac |= 1 << bit;
+        }
+    }
+    let log2_q16 = (int << 16) | frac;
+    // ln 2 in Q16 = 45426.
+    ((log2_q16 * 45426 + (1 << 15)) >> 16) as i32
+}
+
+/// [`exact_all`] with the unread pages in the softmax as virtual tokens:
+/// logit(q, k̄_p) + `ln_t`, value v̄_p.
+#[allow(clippy::too_many_arguments)]
+fn filled(
+    qf: &[i32],
+    k: &[u16],
+    v: &[u16],
+    d: usize,
+    tokens: &[u32],
+    kbar: &[Vec<u16>],
+    vbar: &[Vec<u16>],
+    ln_t: i32,
+) -> Vec<i32> {
+    let c = dense_scale(d);
+    let n = tokens.len() + kbar.len();
+    let mut out = vec![0i32; qf.len()];
+    let mut logits = vec![0i32; n];
+    let mut probs = vec![0u32; n];
+    let mut acc = vec![0i64; d];
+    for (q_h, out_h) in qf.chunks_exact(d).zip(out.chunks_exact_mut(d)) {
+        for (l, &j) in logits.iter_mut().zip(tokens) {
+            let j = j as usize;
+            *l = logit(q_h, &k[j * d..(j + 1) * d], c);
+        }
+        for (l, kb) in logits[tokens.len()..].iter_mut().zip(kbar) {
+            *l = logit(q_h, kb, c).saturating_add(ln_t);
+        }
+        softmax(&logits, &mut probs);
+        acc.fill(0);
+        for (&pr, &j) in probs.iter().zip(tokens) {
+            let j = j as usize;
+            accumulate(&mut acc, pr, &v[j * d..(j + 1) * d]);
+        }
+        for (&pr, vb) in probs[tokens.len()..].iter().zip(vbar) {
+            accumulate(&mut acc, pr, vb);
+        }
+        finish(&acc, P_ONE, &[], out_h);
+    }
+    out
+}
+
+/// Per query head: exact logits over `tokens`, softmax, Σ p·V, finish
+/// with α = 1.
+fn exact_all(qf: &[i32], k: &[u16], v: &[u16], d: usize, tokens: &[u32]) -> Vec<i32> {
+    let c = dense_scale(d);
+    let mut out = vec![0i32; qf.len()];
+    let mut logits = vec![0i32; tokens.len()];
+    let mut probs = vec![0u32; tokens.len()];
+    let mut acc = vec![0i64; d];
+    for (q_h, out_h) in qf.chunks_exact(d).zip(out.chunks_exact_mut(d)) {
+        for (l, &j) in logits.iter_mut().zip(tokens) {
+            let j = j as usize;
+            *l = logit(q_h, &k[j * d..(j + 1) * d], c);
+        }
+        softmax(&logits, &mut probs);
+        acc.fill(0);
+        for (&pr, &j) in probs.iter().zip(tokens) {
+            let j = j as usize;
+            accumulate(&mut acc, pr, &v[j * d..(j + 1) * d]);
+        }
+        finish(&acc, P_ONE, &[], out_h);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::dense_group;
+    use crate::engine::fixed::f32_to_f16_bits;
+    use crate::testdata::SplitMix64;
+
+    fn draw(rng: &mut SplitMix64, n: usize) -> Vec<u16> {
+        (0..n).map(|_| f32_to_f16_bits(rng.normal())).collect()
+    }
+
+    fn params(max_pages: usize) -> PagesParams {
+        PagesParams {
+            page_tokens: 8,
+            max_pages,
+            local_pages: 1,
+            mass_milli: 1000,
+            score: PageScore::Bound,
+            similar: true,
+            fill: false,
+        }
+    }
+
+    #[test]
+    fn layout_is_a_permutation_that_keeps_the_recent_tokens_last() {
+        let mut rng = SplitMix64::new(3);
+        let (n, d, t) = (70, 16, 8);
+        let k = draw(&mut rng, n * d);
+        let order = layout_order(&k, d, t, 10);
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..n as u32).collect::<Vec<_>>());
+        // m = ⌊60 / 8⌋ · 8 = 56 clustered; the last 14 in order.
+        assert_eq!(order[56..], (56..70).collect::<Vec<u32>>()[..]);
+        assert_eq!(layout_order(&k, d, t, 10), order, "deterministic");
+    }
+
+    #[test]
+    fn layout_groups_alike_keys_on_the_same_page() {
+        // Four well-separated families of keys, interleaved in time.
+        let (d, t, per) = (16, 8, 8);
+        let mut rng = SplitMix64::new(5);
+        let mut k = Vec::new();
+        let family = |f: usize, i: usize| if i % 4 == f { 4.0 } else { 0.0 };
+        for j in 0..4 * per {
+            let f = j % 4;
+            for i in 0..d {
+                k.push(f32_to_f16_bits(family(f, i) + 0.05 * rng.normal()));
+            }
+        }
+        let order = layout_order(&k, d, t, 0);
+        for page in order.chunks_exact(t) {
+            let f0 = page[0] as usize % 4;
+            assert!(
+                page.iter().all(|&j| j as usize % 4 == f0),
+                "page mixes families: {page:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn bound_is_at_least_every_logit_of_the_page() {
+        let mut rng = SplitMix64::new(9);
+        let (t, d) = (8, 32);
+        let rows = draw(&mut rng, t * d);
+        let q: Vec<i32> = draw(&mut rng, d).into_iter().map(fx).collect();
+        let mut s = Vec::new();
+        summarize(&rows, d, &mut s);
+        let mut row = vec![0u16; d];
+        bound_row(&q, &s, &mut row);
+        let c = dense_scale(d);
+        let ub = logit(&q, &row, c);
+        for r in rows.chunks_exact(d) {
+            assert!(logit(&q, r, c) <= ub);
+        }
+    }
+
+    #[test]
+    fn all_pages_is_dense() {
+        let mut rng = SplitMix64::new(1);
+        let (g, d, s) = (3, 16, 45);
+        let shape = GroupShape {
+            group: g,
+            head_dim: d,
+        };
+        let (q, k, v) = (
+            draw(&mut rng, g * d),
+            draw(&mut rng, s * d),
+            draw(&mut rng, s * d),
+        );
+        let got = pages_group(&q, &k, &v, shape, params(100)).unwrap();
+        assert_eq!(got.out, dense_group(&q, &k, &v, shape).unwrap());
+        assert_eq!(got.pages, (0..5).collect::<Vec<u32>>());
+        assert_eq!(got.tokens, s);
+    }
+
+    #[test]
+    fn chooses_the_page_of_the_heavy_token_and_the_local_page() {
+        let mut rng = SplitMix64::new(2);
+        let (g, d, t, s) = (1, 16, 8, 64);
+        let shape = GroupShape {
+            group: g,
+            head_dim: d,
+        };
+        let q: Vec<u16> = (0..d).map(|_| f32_to_f16_bits(1.0)).collect();
+        let mut k: Vec<u16> = (0..s * d)
+            .map(|_| f32_to_f16_bits(0.1 * rng.normal()))
+            .collect();
+        for x in &mut k[19 * d..20 * d] {
+            *x = f32_to_f16_bits(2.0);
+        }
+        let v = draw(&mut rng, s * d);
+        let got = pages_group(&q, &k, &v, shape, params(2)).unwrap();
+        assert_eq!(got.pages, vec![2, 7]);
+        assert_eq!(got.tokens, 16);
+    }
+
+    #[test]
+    fn mass_budget_reads_fewer_pages_when_mass_is_concentrated() {
+        let mut rng = SplitMix64::new(4);
+        let (g, d, s) = (1, 16, 64);
+        let shape = GroupShape {
+            group: g,
+            head_dim: d,
+        };
+        let q: Vec<u16> = (0..d).map(|_| f32_to_f16_bits(1.0)).collect();
+        let mut k: Vec<u16> = (0..s * d)
+            .map(|_| f32_to_f16_bits(0.1 * rng.normal()))
+            .collect();
+        for x in &mut k[3 * d..4 * d] {
+            *x = f32_to_f16_bits(3.0);
+        }
+        let v = draw(&mut rng, s * d);
+        let p = PagesParams {
+            mass_milli: 900,
+            local_pages: 0,
+            ..params(4)
+        };
+        let got = pages_group(&q, &k, &v, shape, p).unwrap();
+        assert_eq!(got.pages, vec![0]);
+    }
+
+    #[test]
+    fn ln_q16_is_ln() {
+        for n in [1usize, 2, 3, 8, 32, 100, 128, 1000, 65536] {
+            let want = (n as f64).ln() * 65536.0;
+            assert!((f64::from(ln_q16(n)) - want).abs() <= 2.0, "{n}");
+        }
+    }
+
+    #[test]
+    fn page_tokens_cover_pages_and_tail() {
+        assert_eq!(page_tokens(&[1], 4, 10), vec![4, 5, 6, 7, 8, 9]);
+        assert_eq!(page_tokens(&[], 4, 3), vec![0, 1, 2]);
+        assert_eq!(page_tokens(&[0, 9], 4, 8), vec![0, 1, 2, 3]);
+    }
+}

@@ -1,0 +1,54 @@
+//! `--pages-local`, `--pages-mass`: the knobs of the flash-aware page
+//! selection (the `pages` method). The page size comes from `--page-size`.
+
+use clap::Args;
+
+use attention::shape::PageScore;
+use host_driver::policy::PagesSetting;
+use instinfer::RunError;
+
+/// The page selection's command-line knobs.
+#[derive(Args, Debug, Clone)]
+pub struct PagesArgs {
+    /// `pages`: the most recent full pages always read (kept in time order
+    /// at prefill).
+    #[arg(long, default_value_t = PagesSetting::DEFAULT.local_pages)]
+    pages_local: usize,
+    /// `pages`: read pages until the chosen ones hold this share of the
+    /// estimated attention mass, 0..=1 (1 reads the whole budget).
+    #[arg(long, default_value_t = PagesSetting::DEFAULT.mass)]
+    pages_mass: f64,
+    /// `pages`: how a page is scored: bound (Quest's min/max bound), mean
+    /// (the page's mean key), exact (the page oracle: reads all of K).
+    #[arg(long, default_value = "bound", value_parser = ["bound", "mean", "exact"])]
+    pages_score: String,
+    /// `pages`: keep the prefill in time order instead of placing alike
+    /// keys together (the placement's A/B).
+    #[arg(long)]
+    pages_time_order: bool,
+    /// `pages`: the pages not read still enter the softmax, each as its
+    /// mean key and mean value (kept in device DRAM).
+    #[arg(long)]
+    pages_fill: bool,
+}
+
+impl PagesArgs {
+    /// The checked setting for drives with `page_size` (as `--page-size`
+    /// gave it).
+    pub fn setting(&self, page_size: &str) -> Result<PagesSetting, RunError> {
+        let s = PagesSetting {
+            page_bytes: super::page_size(page_size),
+            local_pages: self.pages_local,
+            mass: self.pages_mass,
+            similar: !self.pages_time_order,
+            fill: self.pages_fill,
+            score: match self.pages_score.as_str() {
+                "mean" => PageScore::Mean,
+                "exact" => PageScore::Exact,
+                _ => PageScore::Bound,
+            },
+        };
+        s.validate().map_err(RunError::Input)?;
+        Ok(s)
+    }
+}
