@@ -200,6 +200,9 @@ pub struct PagesParams {
     /// Pages not read still count: each as `page_tokens` copies of its
     /// mean key and mean value (kept in DRAM), in the same softmax.
     pub fill: bool,
+    /// The first `sink` tokens (attention sinks) are pinned in device DRAM
+    /// and always attended; page summaries leave them out.
+    pub sink: usize,
 }
 
 /// How the page selection scores a page.

@@ -69,6 +69,15 @@ pub(crate) fn working_bytes(st: &State, c: &DecodeSubmit) -> u64 {
             };
             8 * g * s + 2 * s * u64::from(c.r) + 8 * g * n + 2 * n * d
         }
+        Method::PAGES => {
+            // Bound logits and probabilities per page and query head, the
+            // bound rows, then the exact pass over at most k pages, one
+            // partial page and the pinned sinks.
+            let t = seq.page_index(layer, 0).page_tokens() as u64;
+            let pages = s / t.max(1);
+            let n = s.min((u64::from(c.k) + 1) * t + u64::from(seq.shape.placement.sink));
+            8 * g * pages + 2 * pages * d + 8 * g * n + 2 * n * d
+        }
         _ => 8 * g * s + 2 * s * d,
     };
     seq.kv_heads() as u64 * (per_head + 8 * g * d)
@@ -154,6 +163,7 @@ where
                         q: &a.q[h * g * d..(h + 1) * g * d],
                         q_approx: &a.q_approx[h * g * d..(h + 1) * g * d],
                         vsum: seq.vsum(a.layer, h),
+                        index: seq.page_index(a.layer, h),
                     })
                     .collect();
                 Some((

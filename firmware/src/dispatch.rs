@@ -6,12 +6,13 @@ use crate::dma;
 use crate::error::{DeviceError, Fail, ftl_status, proto_status};
 use crate::flash::run_ftl_ops;
 use crate::hal::{Clock, Engine, HostInterface, Nand, Submission};
+use crate::scheduler::MethodParams;
 use crate::sequence::Sequence;
 use crate::state::State;
 use alloc::vec;
 use alloc::vec::Vec;
 use attention::engine as model;
-use attention::shape::{Guard, SparseParams};
+use attention::shape::{Guard, PageScore, PagesParams, SparseParams};
 use ftl::StreamShape;
 use proto::{
     DecodeFetch, DecodeReport, DecodeSubmit, KvAppend, Method, Opcode, SeqClose, SeqOpen, Status,
@@ -226,8 +227,10 @@ fn seq_open(st: &mut State, c: &SeqOpen) -> Handled {
             }
         }
     }
-    st.sequences
-        .insert(slot, Sequence::new(c.seq, shape, streams));
+    st.sequences.insert(
+        slot,
+        Sequence::new(c.seq, shape, streams, tokens_per_page as usize),
+    );
     Ok(0)
 }
 
@@ -285,9 +288,11 @@ impl<'a> Rows<'a> {
     }
 }
 
-/// Appends `n` tokens of every KV head of `layer`. A failure after the
-/// first head leaves the layer's heads at different lengths: the layer is
-/// marked broken.
+/// Appends `n` tokens of every KV head of `layer`. In a sequence placed
+/// by similarity each head's tokens are ordered first
+/// (`attention::engine::layout_order`, per KV_APPEND); the PAGES index
+/// follows in the same order. A failure after the first head leaves the
+/// layer's heads at different lengths: the layer is marked broken.
 fn append_tokens<B: Nand>(
     board: &mut B,
     st: &mut State,
@@ -307,16 +312,29 @@ fn append_tokens<B: Nand>(
     let seq = sequences.get_mut(seq_id)?;
     let d = seq.d();
     let per_head = n * d;
+    let placement = seq.shape.placement;
+    let first = seq.len[layer] as usize;
     for h in 0..seq.kv_heads() {
-        let ks = &k[h * per_head..(h + 1) * per_head];
-        let vs = &v[h * per_head..(h + 1) * per_head];
-        let kd = &k_dim[h * per_head..(h + 1) * per_head];
+        let span = h * per_head..(h + 1) * per_head;
+        let (ks, vs, kd) = (&k[span.clone()], &v[span.clone()], &k_dim[span]);
+        let placed;
+        let (ks, vs, kd) = if placement.similar && n > 1 {
+            let t = seq.page_index(layer, h).page_tokens();
+            let sink = usize::from(placement.sink).saturating_sub(first);
+            let keep = usize::from(placement.recent_pages) * t;
+            let order = model::layout_order(ks, d, t, sink, keep);
+            placed = [ks, vs, kd].map(|m| permute(m, &order, d));
+            (&placed[0][..], &placed[1][..], &placed[2][..])
+        } else {
+            (ks, vs, kd)
+        };
         if let Err(e) = ftl.append_with_dim_copy(seq.stream(layer, h), ks, vs, kd) {
             if h > 0 {
                 seq.broken[layer] = true;
             }
             return Err(ftl_status(e).into());
         }
+        seq.page_index_mut(layer, h).push(ks, vs);
         let vsum = seq.vsum_mut(layer, h);
         for row in vs.chunks_exact(d) {
             model::add_vsum(vsum, row);
@@ -329,6 +347,16 @@ fn append_tokens<B: Nand>(
         return Err(e.into());
     }
     Ok(())
+}
+
+/// The rows of `m` (`n × d`) in `order` (slot → row).
+fn permute(m: &[u16], order: &[u32], d: usize) -> Vec<u16> {
+    let mut out = Vec::with_capacity(m.len());
+    for &j in order {
+        let j = j as usize;
+        out.extend_from_slice(&m[j * d..(j + 1) * d]);
+    }
+    out
 }
 
 fn kv_append<B>(st: &mut State, board: &mut B, sqe: &proto::Sqe, c: &KvAppend) -> Handled
@@ -393,11 +421,24 @@ where
         return Err(Status::CAPACITY_EXCEEDED.into());
     }
     let method = match c.method {
-        Method::DENSE => None,
-        Method::SPARF => Some(SparseParams {
-            r: usize::from(c.r),
-            k: c.k as usize,
-            local: usize::from(c.local),
+        Method::DENSE => MethodParams::Dense,
+        Method::SPARF => MethodParams::SparF(
+            SparseParams {
+                r: usize::from(c.r),
+                k: c.k as usize,
+                local: usize::from(c.local),
+            },
+            None,
+        ),
+        Method::PAGES => MethodParams::Pages(PagesParams {
+            page_tokens: seq.page_index(layer, 0).page_tokens(),
+            max_pages: c.k as usize,
+            local_pages: usize::from(c.local),
+            mass_milli: c.r,
+            score: PageScore::Bound,
+            similar: seq.shape.placement.similar,
+            fill: false,
+            sink: usize::from(seq.shape.placement.sink),
         }),
         _ => return Err(Status::UNSUPPORTED_METHOD.into()),
     };
@@ -416,7 +457,7 @@ where
         None
     };
     let (q, rest) = body.split_at(q_heads * d);
-    let (q_approx, kv) = if rotated && method.is_some() {
+    let (q_approx, kv) = if rotated && matches!(method, MethodParams::SparF(..)) {
         rest.split_at(q_heads * d)
     } else {
         (q, rest)
@@ -429,7 +470,10 @@ where
         layer,
         q: q.iter().map(|&x| model::fx(x)).collect(),
         q_approx: q_approx.iter().map(|&x| model::fx(x)).collect(),
-        method: method.map(|p| (p, guard)),
+        method: match method {
+            MethodParams::SparF(p, _) => MethodParams::SparF(p, guard),
+            m => m,
+        },
     })
 }
 

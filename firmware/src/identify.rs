@@ -13,7 +13,7 @@ pub(crate) fn controller(st: &State, cmd: &IdentifyCmd) -> Result<[u8; 4096], Fa
     let cfg = &st.config;
     let geo = st.ftl.geometry();
     let cap = CapabilityBlock {
-        methods: Method::DENSE.bit() | Method::SPARF.bit(),
+        methods: Method::DENSE.bit() | Method::SPARF.bit() | Method::PAGES.bit(),
         page_size: geo.page_size,
         channels: geo.channels,
         ways: geo.ways,

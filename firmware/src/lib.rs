@@ -4,7 +4,9 @@
 //! table, drives the flash translation layer ([`ftl`]) and schedules the
 //! in-storage attention engine: dense (stream K pages, then V pages) or
 //! SparF (dim pages of the chosen dims → approximate scores → top-k → token
-//! pages), with page-level skipping first and the NFC filter second.
+//! pages), with page-level skipping first and the NFC filter second, or
+//! PAGES (pages scored from a DRAM index, the chosen ones read whole, over
+//! a layout that places alike keys on the same pages).
 //!
 //! Generic over the [`hal`] traits, integer-only, `no_std` (with `alloc` for
 //! the device DRAM working set). Every error becomes an NVMe status.
@@ -29,6 +31,7 @@
 //! | `flash` | carrying out FTL programs and erases, batches of filtered reads |
 //! | `identify` | the Identify Controller page and its capability block |
 //! | `journal` | the sequence journal in flash, read at boot |
+//! | `pages` | the PAGES method's DRAM index per stream: page summaries, pinned sinks |
 //! | `reads` | the read queue of a decode batch: one queue per die, read retry |
 //! | `scheduler` | the pages, filters and engine work of a batch of decodes, pipelined per head |
 //! | `sequence` | the sequence table: shapes, streams, pending results |
@@ -54,6 +57,7 @@ mod error;
 mod flash;
 mod identify;
 mod journal;
+mod pages;
 mod reads;
 mod scheduler;
 mod sequence;

@@ -4,6 +4,7 @@
 //! The table has a fixed number of slots (from [`crate::DeviceConfig`]);
 //! a sequence's per-layer state is sized once at open.
 
+use crate::pages::PageIndex;
 use alloc::vec;
 use alloc::vec::Vec;
 use ftl::StreamId;
@@ -37,13 +38,21 @@ pub(crate) struct Sequence {
     pub broken: Vec<bool>,
     /// Pending decode result per layer.
     pub results: Vec<Option<DecodeResult>>,
+    /// The PAGES index per stream (same order as `streams`).
+    pub pages: Vec<PageIndex>,
 }
 
 impl Sequence {
-    pub fn new(id: u32, shape: SeqShape, streams: Vec<StreamId>) -> Self {
+    /// A sequence whose token pages hold `page_tokens` tokens.
+    pub fn new(id: u32, shape: SeqShape, streams: Vec<StreamId>, page_tokens: usize) -> Self {
         let layers = usize::from(shape.layers);
         let heads = usize::from(shape.kv_heads);
+        let d = usize::from(shape.head_dim);
+        let sink = usize::from(shape.placement.sink);
         Self {
+            pages: (0..layers * heads)
+                .map(|_| PageIndex::new(page_tokens, d, sink))
+                .collect(),
             id,
             shape,
             streams,
@@ -84,6 +93,16 @@ impl Sequence {
 
     pub fn stream(&self, layer: usize, head: usize) -> StreamId {
         self.streams[layer * self.kv_heads() + head]
+    }
+
+    /// The PAGES index of stream (layer, head).
+    pub fn page_index(&self, layer: usize, head: usize) -> &PageIndex {
+        &self.pages[layer * self.kv_heads() + head]
+    }
+
+    pub fn page_index_mut(&mut self, layer: usize, head: usize) -> &mut PageIndex {
+        let h = self.kv_heads();
+        &mut self.pages[layer * h + head]
     }
 
     pub fn vsum_mut(&mut self, layer: usize, head: usize) -> &mut [i64] {

@@ -307,6 +307,31 @@ impl<T: Transport> Csd<T> {
         } else {
             DecodeFlags::NONE
         };
+        let mut pages_cmd = None;
+        if let Method::Pages(pp) = method {
+            pp.validate()
+                .map_err(|e| CsdError::InvalidArgument(e.to_string()))?;
+            if pp.sink != usize::from(shape.placement.sink) {
+                return Err(arg(format!(
+                    "pages with {} sink tokens on a sequence opened with {}",
+                    pp.sink, shape.placement.sink
+                )));
+            }
+            let local = u16::try_from(pp.local_pages)
+                .map_err(|_| arg(format!("local pages = {} exceed u16", pp.local_pages)))?;
+            let k = u32::try_from(pp.max_pages)
+                .map_err(|_| arg(format!("pages = {} exceed u32", pp.max_pages)))?;
+            pages_cmd = Some(DecodeSubmit::pages(
+                seq,
+                layer,
+                position,
+                flags,
+                pp.mass_milli.min(1000),
+                local,
+                k,
+                &shape,
+            ));
+        }
         let (p, guard) = match method {
             Method::Dense => (None, None),
             Method::SparF(p) => (Some(p), None),
@@ -321,14 +346,14 @@ impl<T: Transport> Csd<T> {
                 }
                 (Some(o.p), o.guard)
             }
+            Method::Pages(_) => (None, None),
             Method::SparQ(_)
             | Method::Local { .. }
             | Method::H2o(_)
             | Method::Block(_)
-            | Method::Oracle { .. }
-            | Method::Pages(_) => {
+            | Method::Oracle { .. } => {
                 return Err(arg(format!(
-                    "the device runs dense, SparF and SparF+ only, not {}",
+                    "the device runs dense, SparF, SparF+ and pages only, not {}",
                     method.name()
                 )));
             }
@@ -348,9 +373,10 @@ impl<T: Transport> Csd<T> {
             }
             None => None,
         };
-        let cmd = match p {
-            None => DecodeSubmit::dense(seq, layer, position, flags, &shape),
-            Some(p) => {
+        let cmd = match (pages_cmd, p) {
+            (Some(cmd), _) => cmd,
+            (None, None) => DecodeSubmit::dense(seq, layer, position, flags, &shape),
+            (None, Some(p)) => {
                 p.validate(d)
                     .map_err(|e| CsdError::InvalidArgument(e.to_string()))?;
                 let r = u16::try_from(p.r).map_err(|_| arg(format!("r = {} too large", p.r)))?;

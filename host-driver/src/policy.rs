@@ -246,6 +246,8 @@ pub struct PagesSetting {
     pub similar: bool,
     /// Unread pages enter the softmax as their mean key and value.
     pub fill: bool,
+    /// Attention-sink tokens pinned in device DRAM.
+    pub sink: usize,
 }
 
 impl PagesSetting {
@@ -257,6 +259,7 @@ impl PagesSetting {
         score: PageScore::Bound,
         similar: true,
         fill: false,
+        sink: 4,
     };
 
     /// Checks the ranges.
@@ -267,10 +270,30 @@ impl PagesSetting {
                 self.page_bytes
             ));
         }
+        if self.sink > usize::from(proto::Placement::MAX_SINK) {
+            return Err(format!(
+                "pages sink {} exceeds {}",
+                self.sink,
+                proto::Placement::MAX_SINK
+            ));
+        }
+        if self.local_pages > usize::from(u8::MAX) {
+            return Err(format!("pages local {} exceeds 255", self.local_pages));
+        }
         if !(0.0..=1.0).contains(&self.mass) {
             return Err(format!("pages mass {} is not in 0..=1", self.mass));
         }
         Ok(())
+    }
+
+    /// How a drive places a sequence that runs this method (the layout the
+    /// host engine model assumes too).
+    pub fn placement(&self) -> proto::Placement {
+        proto::Placement {
+            similar: self.similar,
+            sink: u8::try_from(self.sink).unwrap_or(u8::MAX),
+            recent_pages: u8::try_from(self.local_pages).unwrap_or(u8::MAX),
+        }
     }
 
     /// Tokens of one head per page at head dimension `d`.
@@ -295,6 +318,7 @@ impl PagesSetting {
             score: self.score,
             similar: self.similar,
             fill: self.fill,
+            sink: self.sink,
         }
     }
 }

@@ -49,6 +49,7 @@ pub fn run<T: Transport>(csd: &mut Csd<T>) -> Result<Vec<VectorResult>, CsdError
             head_dim: d as u16,
             dim_group: m,
             rotated: false,
+            placement: proto::Placement::TIME,
         };
         csd.open(seq, shape)?;
         // Prefill: the first s tokens of every head ([head][token][d]).

@@ -99,7 +99,8 @@ pub struct CapabilityBlock {
     pub magic: [u8; 4],
     /// [`CapabilityBlock::VERSION`].
     pub version: u16,
-    /// Supported methods: bit `n` for `Method(n)` (bit 0 dense, bit 1 sparf).
+    /// Supported methods: bit `n` for `Method(n)` (bit 0 dense, bit 1 sparf,
+    /// bit 2 pages).
     pub methods: u16,
     /// Flash page size in bytes.
     pub page_size: u32,

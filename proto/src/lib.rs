@@ -53,6 +53,6 @@ pub use opcode::{DataDirection, Opcode};
 pub use sqe::Sqe;
 pub use status::Status;
 pub use vendor::{
-    DecodeFetch, DecodeFlags, DecodeReport, DecodeSubmit, GuardTrailer, KvAppend, Method, SeqClose,
-    SeqOpen, SeqShape, VendorCommand,
+    DecodeFetch, DecodeFlags, DecodeReport, DecodeSubmit, GuardTrailer, KvAppend, Method,
+    Placement, SeqClose, SeqOpen, SeqShape, VendorCommand,
 };

@@ -147,6 +147,38 @@ pub struct SeqShape {
     /// The dim-indexed copy holds host-supplied keys K̃ (see the module
     /// docs): KV_APPEND and DECODE_SUBMIT carry the extra blocks.
     pub rotated: bool,
+    /// Where the device places the tokens of an append (see
+    /// [`Placement`]).
+    pub placement: Placement,
+}
+
+/// How a sequence's tokens are placed on flash pages, fixed at
+/// [`SeqOpen`]. With `similar`, the device orders the tokens of each
+/// KV_APPEND of at least two pages by key similarity (per KV head) before
+/// writing them, so that the PAGES method's chosen pages hold the tokens
+/// attention needs; the first `sink` tokens of the sequence stay first and
+/// are also pinned in device DRAM, and the last `recent_pages` pages of an
+/// append keep their order. Attention is a sum over tokens, so no result
+/// depends on the order; only which pages a selection reads does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Placement {
+    /// Order appends by similarity.
+    pub similar: bool,
+    /// Attention-sink tokens pinned in DRAM (≤ [`Placement::MAX_SINK`]).
+    pub sink: u8,
+    /// Pages at the end of an append kept in time order.
+    pub recent_pages: u8,
+}
+
+impl Placement {
+    /// Time order, nothing pinned.
+    pub const TIME: Placement = Placement {
+        similar: false,
+        sink: 0,
+        recent_pages: 0,
+    };
+    /// Most sink tokens a sequence may pin.
+    pub const MAX_SINK: u8 = 64;
 }
 
 impl SeqShape {
@@ -174,6 +206,9 @@ impl SeqShape {
         if m == 0 || m > MAX_DIM_GROUP || hd % m as u16 != 0 {
             return Err(invalid("dim_group", m));
         }
+        if self.placement.sink > Placement::MAX_SINK {
+            return Err(invalid("sink", self.placement.sink));
+        }
         Ok(())
     }
 }
@@ -197,6 +232,12 @@ vendor_command! {
         /// The sequence is rotated: it keeps host-rotated keys K̃, and
         /// KV_APPEND and DECODE_SUBMIT carry the extra blocks.
         pub rotated: bool = cdw13[24:24],
+        /// Appends are placed by key similarity (`Placement::similar`).
+        pub similar: bool = cdw13[25:25],
+        /// Attention-sink tokens pinned in DRAM (≤ 64).
+        pub sink: u8 = cdw14[7:0],
+        /// Pages at the end of an append kept in time order.
+        pub recent_pages: u8 = cdw14[15:8],
     }
 }
 
@@ -211,6 +252,9 @@ impl SeqOpen {
             head_dim: shape.head_dim,
             dim_group: shape.dim_group,
             rotated: shape.rotated,
+            similar: shape.placement.similar,
+            sink: shape.placement.sink,
+            recent_pages: shape.placement.recent_pages,
         }
     }
 
@@ -223,6 +267,11 @@ impl SeqOpen {
             head_dim: self.head_dim,
             dim_group: self.dim_group,
             rotated: self.rotated,
+            placement: Placement {
+                similar: self.similar,
+                sink: self.sink,
+                recent_pages: self.recent_pages,
+            },
         }
     }
 
@@ -346,10 +395,16 @@ impl Method {
     /// SparF: approximate scores from the top-`r` query dimensions, exact
     /// attention over the top-`k` tokens plus the `local` most recent ones.
     pub const SPARF: Method = Method(1);
+    /// PAGES, the flash-aware selection: at most `k` full token pages per
+    /// KV head chosen by a bound on their logits from per-page summaries
+    /// in device DRAM (the `local` most recent always), read whole; `r` is
+    /// the mass budget in thousandths (1000: read all `k`). See
+    /// `attention::engine::pages_group`.
+    pub const PAGES: Method = Method(2);
 
     /// One of the methods this protocol version defines.
     pub const fn is_known(self) -> bool {
-        matches!(self, Self::DENSE | Self::SPARF)
+        matches!(self, Self::DENSE | Self::SPARF | Self::PAGES)
     }
 
     /// Bit of this method in [`crate::CapabilityBlock::methods`] (0 if the
@@ -367,6 +422,7 @@ impl fmt::Display for Method {
         match *self {
             Self::DENSE => f.write_str("dense"),
             Self::SPARF => f.write_str("sparf"),
+            Self::PAGES => f.write_str("pages"),
             Method(m) => write!(f, "method {m}"),
         }
     }
@@ -491,11 +547,14 @@ vendor_command! {
         pub flags: DecodeFlags = cdw12[31:24],
         /// Position of the query token.
         pub position: u32 = cdw13[31:0],
-        /// Sparf: query dimensions used for approximate scores (dense: 0).
+        /// Sparf: query dimensions used for approximate scores; pages: the
+        /// mass budget in thousandths, ≤ 1000 (dense: 0).
         pub r: u16 = cdw14[15:0],
-        /// Sparf: most recent tokens always attended (dense: 0).
+        /// Sparf: most recent tokens always attended; pages: most recent
+        /// full pages always read (dense: 0).
         pub local: u16 = cdw14[31:16],
-        /// Sparf: top tokens attended exactly (dense: 0).
+        /// Sparf: top tokens attended exactly; pages: most full pages read
+        /// per KV head (dense: 0).
         pub k: u32 = cdw15[31:0],
         /// NDT: data dwords (≥ 1).
         pub ndt: u32 = cdw10[31:0],
@@ -512,6 +571,33 @@ impl DecodeSubmit {
         shape: &SeqShape,
     ) -> Self {
         Self::with_method(seq, layer, Method::DENSE, flags, position, 0, 0, 0, shape)
+    }
+
+    /// PAGES decode: at most `max_pages` full pages per KV head, the
+    /// `local_pages` most recent always, until `mass_milli`/1000 of the
+    /// estimated mass; NDT computed from `shape`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn pages(
+        seq: u32,
+        layer: u16,
+        position: u32,
+        flags: DecodeFlags,
+        mass_milli: u16,
+        local_pages: u16,
+        max_pages: u32,
+        shape: &SeqShape,
+    ) -> Self {
+        Self::with_method(
+            seq,
+            layer,
+            Method::PAGES,
+            flags,
+            position,
+            mass_milli,
+            local_pages,
+            max_pages,
+            shape,
+        )
     }
 
     /// Sparf decode; NDT computed from `shape`.
@@ -643,6 +729,17 @@ impl DecodeSubmit {
                 }
                 if cmd.k == 0 {
                     return Err(invalid("k", 0u32));
+                }
+            }
+            Method::PAGES => {
+                if flags.guard() {
+                    return Err(invalid("flags", flags.0));
+                }
+                if cmd.r > 1000 {
+                    return Err(invalid("r (mass, thousandths)", cmd.r));
+                }
+                if cmd.k == 0 {
+                    return Err(invalid("k (pages)", 0u32));
                 }
             }
             Method(m) => return Err(ProtoError::UnsupportedMethod(m)),

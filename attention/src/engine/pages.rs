@@ -52,38 +52,43 @@ pub const LAYOUT_ROUNDS: usize = 6;
 const LAYOUT_SHIFT: u32 = 6;
 
 /// The placement of `n = k.len() / d` keys (fp16, `n × d`) on pages of `t`
-/// tokens: returns `order`, slot → index into `k`. The first
-/// m = ⌊(n − keep_recent) / t⌋ · t keys are grouped by similarity
-/// ([`LAYOUT_ROUNDS`] rounds of k-means with m / t clusters on the centred
-/// Q8 keys, farthest-first seeds, clusters chained nearest-first, each cluster's tokens in
-/// index order); the other n − m keep their order at the end.
+/// tokens: returns `order`, slot → index into `k`. The first `sink` keys
+/// keep their slots (the attention sinks, pinned in DRAM); the keys up to
+/// slot e = ⌊(n − keep_recent) / t⌋ · t are grouped by similarity
+/// ([`LAYOUT_ROUNDS`] rounds of k-means with ⌈(e − sink) / t⌉ clusters on
+/// the centred Q8 keys, farthest-first seeds, clusters chained
+/// nearest-first, each cluster's tokens in index order); the keys from e
+/// on keep their order at the end (the recent window).
 ///
 /// Deterministic: integer arithmetic throughout, ties to the lower index.
-pub fn layout_order(k: &[u16], d: usize, t: usize, keep_recent: usize) -> Vec<u32> {
+pub fn layout_order(k: &[u16], d: usize, t: usize, sink: usize, keep_recent: usize) -> Vec<u32> {
     let n = if d == 0 { 0 } else { k.len() / d };
-    let m = if t == 0 {
+    let end = if t == 0 {
         0
     } else {
         n.saturating_sub(keep_recent) / t * t
     };
-    let clusters = m.checked_div(t).unwrap_or(0);
+    let lo = sink.min(end);
+    let clusters = (end - lo).div_ceil(t.max(1));
     let mut order: Vec<u32> = Vec::with_capacity(n);
+    order.extend(0..lo as u32);
     if clusters >= 2 {
-        let assign = kmeans(&k[..m * d], d, clusters);
-        let (chain, _) = chain_clusters(&k[..m * d], d, &assign, clusters);
+        let region = &k[lo * d..end * d];
+        let assign = kmeans(region, d, clusters);
+        let (chain, _) = chain_clusters(region, d, &assign, clusters);
         for c in chain {
             order.extend(
                 assign
                     .iter()
-                    .zip(0u32..)
+                    .zip(lo as u32..)
                     .filter(|&(&a, _)| a == c)
                     .map(|(_, j)| j),
             );
         }
     } else {
-        order.extend(0..m as u32);
+        order.extend(lo as u32..end as u32);
     }
-    order.extend(m as u32..n as u32);
+    order.extend(end as u32..n as u32);
     order
 }
 
@@ -276,15 +281,28 @@ pub fn select_pages_with(
     topk: impl FnMut(&[u64], usize, &mut Vec<u32>),
 ) -> Vec<u32> {
     let pages = logits.len() / g.max(1);
+    let mut probs = vec![0u32; g * pages];
+    if pages > 0 {
+        for (l, pr) in logits
+            .chunks_exact(pages)
+            .zip(probs.chunks_exact_mut(pages))
+        {
+            softmax(l, pr);
+        }
+    }
+    select_pages_from_probs(&probs, g, p, topk)
+}
+
+/// [`select_pages_with`] after the softmax: `probs` is `g × pages`.
+pub fn select_pages_from_probs(
+    probs: &[u32],
+    g: usize,
+    p: PagesParams,
+    topk: impl FnMut(&[u64], usize, &mut Vec<u32>),
+) -> Vec<u32> {
+    let pages = probs.len() / g.max(1);
     if pages == 0 {
         return Vec::new();
-    }
-    let mut probs = vec![0u32; g * pages];
-    for (l, pr) in logits
-        .chunks_exact(pages)
-        .zip(probs.chunks_exact_mut(pages))
-    {
-        softmax(l, pr);
     }
     let mut keys = vec![0u64; pages];
     for pr in probs.chunks_exact(pages) {
@@ -337,19 +355,28 @@ pub fn select_pages(logits: &[i32], g: usize, p: PagesParams) -> Vec<u32> {
     select_pages_with(logits, g, p, argtopk)
 }
 
-/// The tokens a choice of pages attends: every slot of each chosen page,
-/// then the tail `full_pages · t .. s`, ascending.
-pub fn page_tokens(pages: &[u32], t: usize, s: usize) -> Vec<u32> {
+/// The tokens a choice of pages attends: the `sink` first slots (pinned
+/// in DRAM), every slot of each chosen page, then the tail
+/// `full_pages · t .. s`, ascending.
+pub fn page_tokens(pages: &[u32], t: usize, s: usize, sink: usize) -> Vec<u32> {
     let full = s / t.max(1);
-    let mut out = Vec::new();
+    let pinned = sink.min(full * t);
+    let mut out: Vec<u32> = (0..pinned as u32).collect();
     for &p in pages {
         let p = p as usize;
         if p < full {
-            out.extend((p * t) as u32..((p + 1) * t) as u32);
+            let lo = (p * t).max(pinned);
+            out.extend(lo as u32..((p + 1) * t) as u32);
         }
     }
     out.extend((full * t) as u32..s as u32);
     out
+}
+
+/// Slots of full page `p` that its summary covers (pinned sinks excluded).
+fn page_span(p: usize, t: usize, sink: usize) -> core::ops::Range<usize> {
+    let hi = (p + 1) * t;
+    (p * t).max(sink).min(hi)..hi
 }
 
 /// The result of [`pages_group`].
@@ -382,8 +409,9 @@ pub fn pages_group(
         PageScore::Bound => {
             let mut summaries = Vec::with_capacity(full * 2 * d);
             let mut one = Vec::new();
-            for page in k[..full * t * d].chunks_exact(t * d) {
-                summarize(page, d, &mut one);
+            for pg in 0..full {
+                let r = page_span(pg, t, p.sink);
+                summarize(&k[r.start * d..r.end * d], d, &mut one);
                 summaries.extend_from_slice(&one);
             }
             let mut logits = Vec::new();
@@ -392,9 +420,11 @@ pub fn pages_group(
         }
         PageScore::Mean => {
             let c = dense_scale(d);
-            let means: Vec<Vec<u16>> = k[..full * t * d]
-                .chunks_exact(t * d)
-                .map(|page| mean_row(page, d))
+            let means: Vec<Vec<u16>> = (0..full)
+                .map(|pg| {
+                    let r = page_span(pg, t, p.sink);
+                    mean_row(&k[r.start * d..r.end * d], d)
+                })
                 .collect();
             let mut logits = vec![0i32; g * full];
             for (h, q_h) in qf.chunks_exact(d).enumerate() {
@@ -415,29 +445,32 @@ pub fn pages_group(
                     *x = logit(q_h, row, c);
                 }
                 softmax(&l, &mut pr);
-                for (key, page) in keys.iter_mut().zip(pr.chunks_exact(t)) {
-                    *key += page.iter().map(|&x| u64::from(x)).sum::<u64>();
+                for (pg, key) in keys.iter_mut().enumerate() {
+                    let r = page_span(pg, t, p.sink);
+                    *key += pr[r].iter().map(|&x| u64::from(x)).sum::<u64>();
                 }
             }
             choose_pages(keys, g, p, argtopk)
         }
     };
-    let tokens = page_tokens(&pages, t, s);
+    let tokens = page_tokens(&pages, t, s, p.sink);
     let out = if p.fill {
         // Unread full pages as T copies of their mean key and value:
         // logit(q, k̄) + ln T, one softmax over tokens and pages.
         let unread: Vec<usize> = (0..full)
             .filter(|pg| pages.binary_search(&(*pg as u32)).is_err())
             .collect();
-        let kbar: Vec<Vec<u16>> = unread
+        let spans: Vec<_> = unread.iter().map(|&pg| page_span(pg, t, p.sink)).collect();
+        let kbar: Vec<Vec<u16>> = spans
             .iter()
-            .map(|&pg| mean_row(&k[pg * t * d..(pg + 1) * t * d], d))
+            .map(|r| mean_row(&k[r.start * d..r.end * d], d))
             .collect();
-        let vbar: Vec<Vec<u16>> = unread
+        let vbar: Vec<Vec<u16>> = spans
             .iter()
-            .map(|&pg| mean_row(&v[pg * t * d..(pg + 1) * t * d], d))
+            .map(|r| mean_row(&v[r.start * d..r.end * d], d))
             .collect();
-        filled(&qf, k, v, d, &tokens, &kbar, &vbar, ln_q16(t))
+        let ln_n: Vec<i32> = spans.iter().map(|r| ln_q16(r.len())).collect();
+        filled(&qf, k, v, d, &tokens, &kbar, &vbar, &ln_n)
     } else {
         exact_all(&qf, k, v, d, &tokens)
     };
@@ -481,7 +514,7 @@ pub fn ln_q16(n: usize) -> i32 {
 }
 
 /// [`exact_all`] with the unread pages in the softmax as virtual tokens:
-/// logit(q, k̄_p) + `ln_t`, value v̄_p.
+/// logit(q, k̄_p) + ln n_p (`ln_n`, Q16), value v̄_p.
 #[allow(clippy::too_many_arguments)]
 fn filled(
     qf: &[i32],
@@ -491,7 +524,7 @@ fn filled(
     tokens: &[u32],
     kbar: &[Vec<u16>],
     vbar: &[Vec<u16>],
-    ln_t: i32,
+    ln_n: &[i32],
 ) -> Vec<i32> {
     let c = dense_scale(d);
     let n = tokens.len() + kbar.len();
@@ -504,8 +537,8 @@ fn filled(
             let j = j as usize;
             *l = logit(q_h, &k[j * d..(j + 1) * d], c);
         }
-        for (l, kb) in logits[tokens.len()..].iter_mut().zip(kbar) {
-            *l = logit(q_h, kb, c).saturating_add(ln_t);
+        for ((l, kb), &ln) in logits[tokens.len()..].iter_mut().zip(kbar).zip(ln_n) {
+            *l = logit(q_h, kb, c).saturating_add(ln);
         }
         softmax(&logits, &mut probs);
         acc.fill(0);
@@ -565,6 +598,7 @@ mod tests {
             score: PageScore::Bound,
             similar: true,
             fill: false,
+            sink: 0,
         }
     }
 
@@ -573,13 +607,15 @@ mod tests {
         let mut rng = SplitMix64::new(3);
         let (n, d, t) = (70, 16, 8);
         let k = draw(&mut rng, n * d);
-        let order = layout_order(&k, d, t, 10);
+        let order = layout_order(&k, d, t, 0, 10);
         let mut sorted = order.clone();
         sorted.sort_unstable();
         assert_eq!(sorted, (0..n as u32).collect::<Vec<_>>());
         // m = ⌊60 / 8⌋ · 8 = 56 clustered; the last 14 in order.
         assert_eq!(order[56..], (56..70).collect::<Vec<u32>>()[..]);
-        assert_eq!(layout_order(&k, d, t, 10), order, "deterministic");
+        assert_eq!(layout_order(&k, d, t, 0, 10), order, "deterministic");
+        let pinned = layout_order(&k, d, t, 3, 10);
+        assert_eq!(pinned[..3], [0, 1, 2]);
     }
 
     #[test]
@@ -595,7 +631,7 @@ mod tests {
                 k.push(f32_to_f16_bits(family(f, i) + 0.05 * rng.normal()));
             }
         }
-        let order = layout_order(&k, d, t, 0);
+        let order = layout_order(&k, d, t, 0, 0);
         for page in order.chunks_exact(t) {
             let f0 = page[0] as usize % 4;
             assert!(
@@ -697,8 +733,10 @@ mod tests {
 
     #[test]
     fn page_tokens_cover_pages_and_tail() {
-        assert_eq!(page_tokens(&[1], 4, 10), vec![4, 5, 6, 7, 8, 9]);
-        assert_eq!(page_tokens(&[], 4, 3), vec![0, 1, 2]);
-        assert_eq!(page_tokens(&[0, 9], 4, 8), vec![0, 1, 2, 3]);
+        assert_eq!(page_tokens(&[1], 4, 10, 0), vec![4, 5, 6, 7, 8, 9]);
+        assert_eq!(page_tokens(&[], 4, 3, 0), vec![0, 1, 2]);
+        assert_eq!(page_tokens(&[0, 9], 4, 8, 0), vec![0, 1, 2, 3]);
+        assert_eq!(page_tokens(&[1], 4, 10, 2), vec![0, 1, 4, 5, 6, 7, 8, 9]);
+        assert_eq!(page_tokens(&[0], 4, 10, 2), vec![0, 1, 2, 3, 8, 9]);
     }
 }

@@ -38,11 +38,12 @@ mod tokens;
 
 use crate::counters::Counters;
 use crate::hal::{Engine, LogitJob, Nand};
+use crate::pages::PageIndex;
 use crate::reads::{Arrival, ReadQueue};
 use alloc::vec;
 use alloc::vec::Vec;
 use attention::engine as model;
-use attention::shape::{Guard, SparseParams};
+use attention::shape::{Guard, PagesParams, SparseParams};
 use ftl::{Ftl, StreamId};
 use proto::Status;
 
@@ -62,6 +63,8 @@ pub(crate) struct HeadJob<'a> {
     pub q_approx: &'a [i32],
     /// Running value sum of the stream.
     pub vsum: &'a [i64],
+    /// The stream's PAGES index (summaries, pinned sinks).
+    pub index: &'a PageIndex,
 }
 
 /// What a decode step cost.
@@ -104,8 +107,16 @@ pub(crate) struct Ctx<'a, B> {
     pub counters: &'a mut Counters,
 }
 
-/// SparF's parameters and its guardrail; `None` is dense.
-pub(crate) type MethodParams = Option<(SparseParams, Option<Guard>)>;
+/// What a decode command runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MethodParams {
+    /// Every token.
+    Dense,
+    /// SparF (and SparF+) with its guardrail, if any.
+    SparF(SparseParams, Option<Guard>),
+    /// The flash-aware page selection.
+    Pages(PagesParams),
+}
 
 /// One decode command: every KV head of one layer of one sequence.
 #[derive(Debug)]
@@ -298,8 +309,15 @@ fn start<'j, B: Nand + Engine>(
     }
     let job = run.job;
     match p.method {
-        None => tokens_stage(cx, h, run, p, queue, None),
-        Some((params, _)) => {
+        MethodParams::Dense => tokens_stage(cx, h, run, p, queue, None, None),
+        MethodParams::Pages(params) => {
+            let (sel, pinned) = select_pages(cx.board, job, params)?;
+            let ix = job.index;
+            let d = job.d;
+            let pinned = (pinned > 0).then(|| (&ix.sink_k[..pinned * d], &ix.sink_v[..pinned * d]));
+            tokens_stage(cx, h, run, p, queue, Some(&sel), pinned)
+        }
+        MethodParams::SparF(params, _) => {
             // Step 1: the r dims with the largest |q| summed over the group.
             let dims = select_dims(cx.board, job, params.r);
             // Steps 2-3: their rows for every token, from the dim pages.
@@ -325,7 +343,7 @@ fn select<'j, B: Nand + Engine>(
     p: &mut CmdState,
     queue: &mut ReadQueue<Route>,
 ) -> Result<(), Status> {
-    let Some((params, guard)) = p.method else {
+    let MethodParams::SparF(params, guard) = p.method else {
         return Err(Status::INTERNAL_ERROR);
     };
     let Stage::Dims { dims, rows, .. } = core::mem::replace(&mut run.stage, Stage::Done) else {
@@ -337,10 +355,11 @@ fn select<'j, B: Nand + Engine>(
         p.cost.guard_widened += 1;
     }
     run.alpha = alpha;
-    tokens_stage(cx, h, run, p, queue, Some(&sel))
+    tokens_stage(cx, h, run, p, queue, Some(&sel), None)
 }
 
-/// Steps 8-11 (or dense): plans the head's token reads over `sel`.
+/// Steps 8-11 (or dense): plans the head's token reads over `sel`, whose
+/// first entries may be `pinned` rows (K, V) held in DRAM.
 fn tokens_stage<'j, B: Nand + Engine>(
     cx: &mut Ctx<'_, B>,
     h: usize,
@@ -348,9 +367,16 @@ fn tokens_stage<'j, B: Nand + Engine>(
     p: &mut CmdState,
     queue: &mut ReadQueue<Route>,
     sel: Option<&[u32]>,
+    pinned: Option<(&[u16], &[u16])>,
 ) -> Result<(), Status> {
-    let (head, reads) =
-        tokens::Head::start(cx.board, cx.ftl, run.job, sel, &mut p.cost, cx.counters)?;
+    let (head, reads) = tokens::Head::start(
+        cx.board,
+        cx.ftl,
+        run.job,
+        tokens::Selection { sel, pinned },
+        &mut p.cost,
+        cx.counters,
+    )?;
     for (read, what) in reads {
         queue.push(read, Route::Tokens(h, what), true)?;
     }
@@ -438,6 +464,50 @@ fn select_dims<B: Engine>(board: &mut B, job: &HeadJob<'_>, r: usize) -> Vec<u16
     let mut picked = Vec::new();
     board.argtopk(&keys, r, &mut picked);
     picked.iter().map(|&i| i as u16).collect()
+}
+
+/// PAGES for one head: bound rows from the DRAM summaries (the `bound_row`
+/// multiplexer) → bound logits on the GeMV lanes → softmax per query head
+/// → page keys → argtopk and the mass budget; returns the tokens to attend
+/// (`attention::engine::page_tokens`) and how many of them (the first)
+/// are pinned sink rows.
+fn select_pages<B: Engine>(
+    board: &mut B,
+    job: &HeadJob<'_>,
+    params: PagesParams,
+) -> Result<(Vec<u32>, usize), Status> {
+    let ix = job.index;
+    let (s, g, d) = (job.s, job.g, job.d);
+    let t = ix.page_tokens();
+    let full = s / t;
+    let summaries = ix
+        .summaries
+        .get(..full * 2 * d)
+        .ok_or(Status::INTERNAL_ERROR)?;
+    let mut logits = vec![0i32; g * full];
+    let mut rows = vec![0u16; full * d];
+    let scale = [model::dense_scale(d)];
+    for h in 0..g {
+        let q_h = &job.q[h * d..(h + 1) * d];
+        for (row, summary) in rows.chunks_exact_mut(d).zip(summaries.chunks_exact(2 * d)) {
+            model::bound_row(q_h, summary, row);
+        }
+        board.logits(LogitJob {
+            queries: q_h,
+            scales: &scale,
+            rows: &rows,
+            width: d,
+            out: &mut logits[h * full..(h + 1) * full],
+            out_stride: full,
+            out_offset: 0,
+        });
+    }
+    let probs = softmax_heads(board, &logits, g, full);
+    let pages = model::select_pages_from_probs(&probs, g, params, |keys, k, out| {
+        board.argtopk(keys, k, out)
+    });
+    let pinned = ix.sink().min(full * t).min(ix.pinned());
+    Ok((model::page_tokens(&pages, t, s, pinned), pinned))
 }
 
 /// SparF steps 4-7 for one head: approximate logits over the chosen dims

@@ -26,12 +26,14 @@ struct Plan {
 }
 
 /// Plans the reads of the `kind` rows of the tokens in `sel` (ascending;
-/// `None` = all `s` tokens).
+/// `None` = all `s` tokens); offsets count from `base` (the selection's
+/// entries before `sel`, served from elsewhere).
 fn plan(
     ftl: &Ftl,
     job: &HeadJob<'_>,
     kind: Kind,
     sel: Option<&[u32]>,
+    base: usize,
     cost: &mut HeadCost,
 ) -> Result<Plan, Status> {
     let d = job.d;
@@ -75,7 +77,7 @@ fn plan(
             } else {
                 cost.elements_filtered += ((n_flash - kept) * d) as u64;
                 plan.reads.push(PageRead { ppa, filter });
-                plan.offsets.push(first + start);
+                plan.offsets.push(base + first + start);
             }
         }
         if let Some((data, first_off, n)) = spans.dram {
@@ -93,7 +95,7 @@ fn plan(
                 next += 1;
             }
             if !rows.is_empty() {
-                plan.dram.push((rows, first + start));
+                plan.dram.push((rows, base + first + start));
             }
         }
         if next != count {
@@ -124,6 +126,15 @@ pub(super) struct Head<'j> {
     acc: Vec<i64>,
 }
 
+/// The tokens of an exact pass: `sel` (ascending; `None` = all), whose
+/// first entries may be `pinned` rows (K, V) already in device DRAM (the
+/// PAGES method's sinks).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Selection<'a> {
+    pub sel: Option<&'a [u32]>,
+    pub pinned: Option<(&'a [u16], &'a [u16])>,
+}
+
 /// Which rows a token-page read carries: K or V, from this index of the
 /// selection on.
 #[derive(Clone, Copy, Debug)]
@@ -140,13 +151,20 @@ impl<'j> Head<'j> {
         board: &mut B,
         ftl: &Ftl,
         job: &'j HeadJob<'j>,
-        sel: Option<&[u32]>,
+        which: Selection<'_>,
         cost: &mut HeadCost,
         counters: &mut Counters,
     ) -> Result<(Self, Vec<(PageRead, Rows)>), Status> {
+        let Selection { sel, pinned } = which;
         let n = sel.map_or(job.s, <[u32]>::len);
-        let k = plan(ftl, job, Kind::K, sel, cost)?;
-        let v = plan(ftl, job, Kind::V, sel, cost)?;
+        let skip = pinned.map_or(0, |(k, _)| k.len() / job.d.max(1));
+        let rest = match sel {
+            Some(sel) => Some(sel.get(skip..).ok_or(Status::INTERNAL_ERROR)?),
+            None if skip == 0 => None,
+            None => return Err(Status::INTERNAL_ERROR),
+        };
+        let k = plan(ftl, job, Kind::K, rest, skip, cost)?;
+        let v = plan(ftl, job, Kind::V, rest, skip, cost)?;
         let mut head = Head {
             job,
             n,
@@ -159,12 +177,18 @@ impl<'j> Head<'j> {
             pending: Vec::new(),
             acc: vec![0i64; job.g * job.d],
         };
+        if let Some((pk, _)) = pinned {
+            head.logits(board, pk, 0);
+        }
         for (rows, off) in &k.dram {
             counters.dram_tail_bytes += (rows.len() * 2) as u64;
             head.logits(board, rows, *off);
         }
         if head.k_left == 0 {
             head.keys_done(board);
+        }
+        if let Some((_, pv)) = pinned {
+            head.values(board, pv, 0)?;
         }
         for (rows, off) in &v.dram {
             counters.dram_tail_bytes += (rows.len() * 2) as u64;

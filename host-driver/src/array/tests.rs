@@ -31,6 +31,7 @@ fn run(n: usize, kv: usize, group: usize) -> Vec<Vec<i32>> {
         head_dim: d as u16,
         dim_group: 4,
         rotated: false,
+        placement: proto::Placement::TIME,
     };
     let mut a = array(n);
     a.open(5, shape).unwrap();
@@ -86,6 +87,7 @@ fn devices_without_heads_stay_idle() {
         head_dim: 8,
         dim_group: 2,
         rotated: false,
+        placement: proto::Placement::TIME,
     };
     a.open(1, shape).unwrap();
     assert_eq!(a.head_ranges(1).unwrap(), &[0..1, 1..2, 2..2, 2..2]);
@@ -119,6 +121,7 @@ fn argument_errors() {
         head_dim: 8,
         dim_group: 2,
         rotated: false,
+        placement: proto::Placement::TIME,
     };
     a.open(1, shape).unwrap();
     assert!(matches!(a.open(1, shape), Err(CsdError::SequenceExists(1))));
@@ -154,6 +157,7 @@ fn each_request_of_a_batch_has_its_own_result() {
         head_dim: d as u16,
         dim_group: 4,
         rotated: false,
+        placement: proto::Placement::TIME,
     };
     let req = |layer: u16, position: u32| ArrayDecode {
         seq: 9,

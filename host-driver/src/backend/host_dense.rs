@@ -33,22 +33,63 @@ struct HeadKv {
     basis: Option<(BasisKind, reference::Basis)>,
     k_rot: Vec<f32>,
     k_rot_bits: Vec<u16>,
+    /// Tokens of each append, in order.
+    appends: Vec<usize>,
     /// The page selection: K and V as the drive places them.
     placed: Option<Placed>,
 }
 
-/// K and V (fp16 bits) in slot order: the prefill as
-/// [`engine::layout_order`] places it, later tokens in time order.
+/// K and V (fp16 bits) in slot order, as a drive opened with
+/// `proto::Placement { similar: true, .. }` stores them: each KV_APPEND
+/// (an append split at the drive's transfer limit) ordered by
+/// [`engine::layout_order`], decode tokens in time order.
 #[derive(Debug, Clone)]
 struct Placed {
-    /// Tokens per page and recent tokens kept in order: the layout's
-    /// parameters.
-    t: usize,
-    keep: usize,
+    /// The layout's parameters: tokens per page, pinned sinks, recent
+    /// tokens kept in order, tokens per KV_APPEND.
+    key: (usize, usize, usize, usize),
     k: Vec<u16>,
     v: Vec<u16>,
-    /// Tokens placed so far.
-    len: usize,
+    /// Appends placed so far.
+    appends: usize,
+}
+
+impl HeadKv {
+    /// Places the appends not yet placed (all of them when the layout
+    /// changed) and returns K and V in slot order.
+    fn sync_placed(&mut self, d: usize, key: (usize, usize, usize, usize)) -> (&[u16], &[u16]) {
+        let (t, sink, keep, chunk) = key;
+        if self.placed.as_ref().is_none_or(|p| p.key != key) {
+            self.placed = Some(Placed {
+                key,
+                k: Vec::with_capacity(self.k.len()),
+                v: Vec::with_capacity(self.v.len()),
+                appends: 0,
+            });
+        }
+        let Some(p) = self.placed.as_mut() else {
+            unreachable!("set above");
+        };
+        for &n in &self.appends[p.appends..] {
+            let at = p.k.len() / d.max(1);
+            let mut t0 = 0;
+            while t0 < n {
+                let t1 = (t0 + chunk.max(1)).min(n);
+                let lo = at + t0;
+                let ks = to_f16_bits(&self.k[lo * d..(at + t1) * d]);
+                let vs = to_f16_bits(&self.v[lo * d..(at + t1) * d]);
+                let order = engine::layout_order(&ks, d, t, sink.saturating_sub(lo), keep);
+                for &j in &order {
+                    let j = j as usize;
+                    p.k.extend_from_slice(&ks[j * d..(j + 1) * d]);
+                    p.v.extend_from_slice(&vs[j * d..(j + 1) * d]);
+                }
+                t0 = t1;
+            }
+            p.appends += 1;
+        }
+        (&p.k, &p.v)
+    }
 }
 
 impl HeadKv {
@@ -82,47 +123,6 @@ impl HeadKv {
     }
 }
 
-impl HeadKv {
-    /// Places the prefill on first use (pages of `t`, the last `keep`
-    /// tokens in order) and appends the tokens since; returns K and V in
-    /// slot order. A change of `t` or `keep` places the prefill again.
-    fn sync_placed(&mut self, d: usize, t: usize, keep: usize) -> (&[u16], &[u16]) {
-        if self
-            .placed
-            .as_ref()
-            .is_none_or(|p| p.t != t || p.keep != keep)
-        {
-            let pre_k = to_f16_bits(&self.k[..self.prefill * d]);
-            let pre_v = to_f16_bits(&self.v[..self.prefill * d]);
-            let order = engine::layout_order(&pre_k, d, t, keep);
-            let mut k = Vec::with_capacity(self.k.len());
-            let mut v = Vec::with_capacity(self.v.len());
-            for &j in &order {
-                let j = j as usize;
-                k.extend_from_slice(&pre_k[j * d..(j + 1) * d]);
-                v.extend_from_slice(&pre_v[j * d..(j + 1) * d]);
-            }
-            self.placed = Some(Placed {
-                t,
-                keep,
-                k,
-                v,
-                len: self.prefill,
-            });
-        }
-        let Some(p) = self.placed.as_mut() else {
-            unreachable!("set above");
-        };
-        let n = self.k.len() / d.max(1);
-        if p.len < n {
-            p.k.extend(to_f16_bits(&self.k[p.len * d..]));
-            p.v.extend(to_f16_bits(&self.v[p.len * d..]));
-            p.len = n;
-        }
-        (&p.k, &p.v)
-    }
-}
-
 /// Which arithmetic a [`HostDense`] uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Arithmetic {
@@ -144,7 +144,13 @@ pub struct HostDense {
     last_read: Option<f64>,
     /// What the guardrail did.
     pub guard: GuardStats,
+    /// The drive's transfer limit (bytes; 0: [`DEFAULT_APPEND_LIMIT`]): an
+    /// append is placed in the pieces a drive receives it in.
+    append_limit: usize,
 }
+
+/// The simulated drive's transfer limit (MDTS), bytes.
+pub const DEFAULT_APPEND_LIMIT: usize = 2 << 20;
 
 /// How often the guardrail widened k, and what it cost.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -205,6 +211,12 @@ impl HostDense {
         }
     }
 
+    /// Places appends as a drive with transfer limit `bytes` receives
+    /// them (see [`crate::csd::Csd::append`]).
+    pub fn set_append_limit(&mut self, bytes: usize) {
+        self.append_limit = bytes;
+    }
+
     /// The arithmetic in use.
     pub fn arithmetic(&self) -> Arithmetic {
         self.arithmetic
@@ -236,6 +248,7 @@ impl HostDense {
             if hk.k.is_empty() {
                 hk.prefill = n;
             }
+            hk.appends.push(n);
             hk.k.extend(k[span.clone()].iter().copied().map(round_f16));
             hk.v.extend(v[span.clone()].iter().copied().map(round_f16));
             if arithmetic == Arithmetic::Engine {
@@ -278,6 +291,10 @@ impl AttentionBackend for HostDense {
             let (g, d) = (shape.group(), shape.head_dim);
             let q: Vec<f32> = step.q.iter().copied().map(round_f16).collect();
             let arithmetic = self.arithmetic;
+            let append_limit = match self.append_limit {
+                0 => DEFAULT_APPEND_LIMIT,
+                n => n,
+            };
             let mut guard = self.guard;
             let heads = self.heads_mut(step.seq, step.layer)?;
             let mut out = Vec::with_capacity(q.len());
@@ -338,12 +355,16 @@ impl AttentionBackend for HostDense {
                     }
                     // The drive's method: the engine model in both modes.
                     (_, Method::Pages(p)) => {
+                        // Time order is a layout with nothing to group.
                         let keep = if p.similar {
                             p.local_pages * p.page_tokens
                         } else {
                             usize::MAX
                         };
-                        let (k, v) = hk.sync_placed(d, p.page_tokens, keep);
+                        // Tokens per KV_APPEND at the drive's transfer limit.
+                        let chunk = append_limit / (4 * n_heads * d).max(1);
+                        let key = (p.page_tokens, p.sink, keep, chunk);
+                        let (k, v) = hk.sync_placed(d, key);
                         let t = engine::pages_group(&to_f16_bits(q_g), k, v, group, p)?;
                         let full = s / p.page_tokens;
                         pages_read += t.pages.len();

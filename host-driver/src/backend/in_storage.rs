@@ -34,6 +34,8 @@ pub struct InStorage<T: Transport> {
     basis: BasisKind,
     /// The rotated sequences' bases.
     rotations: HashMap<u32, Rotation>,
+    /// How sequences opened from now on place their tokens.
+    placement: proto::Placement,
     retry: RetryPolicy,
     /// Every open sequence's KV in host memory (engine model), if kept.
     host_copy: Option<HostDense>,
@@ -52,6 +54,7 @@ impl<T: Transport> InStorage<T> {
             lengths: Lengths::default(),
             basis: BasisKind::Raw,
             rotations: HashMap::new(),
+            placement: proto::Placement::TIME,
             retry: RetryPolicy::default(),
             host_copy: None,
             moved: HashSet::new(),
@@ -145,6 +148,12 @@ impl<T: Transport> InStorage<T> {
         self.basis = basis;
     }
 
+    /// Sequences opened from now on place their tokens by `placement`
+    /// (the PAGES method's layout; see `proto::Placement`).
+    pub fn set_placement(&mut self, placement: proto::Placement) {
+        self.placement = placement;
+    }
+
     /// The array (statistics, timing).
     pub fn array(&self) -> &CsdArray<T> {
         &self.array
@@ -171,6 +180,7 @@ impl<T: Transport> AttentionBackend for InStorage<T> {
             head_dim: narrow("head_dim", shape.head_dim)?,
             dim_group: self.dim_group,
             rotated: self.basis != BasisKind::Raw,
+            placement: self.placement,
         };
         self.lengths.open(seq, shape)?;
         if let Some(h) = &mut self.host_copy {

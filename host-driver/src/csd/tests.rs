@@ -20,6 +20,7 @@ fn shape(kv: u8, group: u8, d: u16, layers: u16) -> SeqShape {
         head_dim: d,
         dim_group: 2,
         rotated: false,
+        placement: proto::Placement::TIME,
     }
 }
 

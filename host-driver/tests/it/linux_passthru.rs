@@ -89,6 +89,7 @@ fn appends_are_split_to_the_passthrough_limit() {
         head_dim: 128,
         dim_group: 1,
         rotated: false,
+        placement: proto::Placement::TIME,
     };
     // 256 tokens × 8 heads × 128 dims × 2 bytes × (K, V) = 1 MiB.
     let n = 256 * 8 * 128;
@@ -147,6 +148,7 @@ fn a_stuck_controller_is_reset_and_the_driver_goes_on() {
         head_dim: 64,
         dim_group: 1,
         rotated: false,
+        placement: proto::Placement::TIME,
     };
     let n = 40 * 2 * 64;
     let k: Vec<u16> = (0..n)

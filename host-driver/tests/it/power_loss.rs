@@ -26,6 +26,7 @@ const SHAPE: SeqShape = SeqShape {
     head_dim: 64,
     dim_group: 1,
     rotated: false,
+    placement: proto::Placement::TIME,
 };
 
 fn config() -> SimConfig {

@@ -30,6 +30,10 @@ pub struct PagesArgs {
     /// mean key and mean value (kept in device DRAM).
     #[arg(long)]
     pages_fill: bool,
+    /// `pages`: the first tokens (attention sinks) pinned in device DRAM
+    /// and always attended.
+    #[arg(long, default_value_t = PagesSetting::DEFAULT.sink)]
+    pages_sink: usize,
 }
 
 impl PagesArgs {
@@ -42,6 +46,7 @@ impl PagesArgs {
             mass: self.pages_mass,
             similar: !self.pages_time_order,
             fill: self.pages_fill,
+            sink: self.pages_sink,
             score: match self.pages_score.as_str() {
                 "mean" => PageScore::Mean,
                 "exact" => PageScore::Exact,

@@ -418,6 +418,7 @@ pub fn profile_csd(
             head_dim,
             dim_group: sample.dim_group(head_dim),
             rotated: false,
+            placement: proto::Placement::TIME,
         };
         let mut queries = Vec::with_capacity(seqs);
         // The prefill is timed on a board with the whole DRAM budget: a

@@ -327,6 +327,7 @@ pub fn attend(
         head_dim: inputs.d as u16,
         dim_group: dev.dim_group,
         rotated: false,
+        placement: proto::Placement::TIME,
     };
     array.open(0, shape).map_err(open_error)?;
     array.append(0, 0, 0, &inputs.k, &inputs.v)?;

@@ -215,6 +215,7 @@ pub fn run_bench(p: &BenchParams) -> Result<BenchReport, RunError> {
             head_dim: p.d as u16,
             dim_group,
             rotated: false,
+            placement: proto::Placement::TIME,
         };
         array.open(seq, shape).map_err(super::open_error)?;
         array.append(seq, 0, 0, &kb, &vb)?;

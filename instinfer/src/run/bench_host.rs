@@ -214,6 +214,7 @@ pub fn run_host_bench(p: &HostBenchParams) -> Result<String, RunError> {
             head_dim: dd as u16,
             dim_group: 1,
             rotated: false,
+            placement: proto::Placement::TIME,
         },
     )?;
     csd.append(1, 0, 0, &bits(&k), &bits(&v))?;

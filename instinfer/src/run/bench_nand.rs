@@ -88,6 +88,7 @@ fn decode(page_size: u32, t: NandTiming, p: &NandBenchParams) -> Result<(u64, u6
         head_dim: D as u16,
         dim_group: 1,
         rotated: false,
+        placement: proto::Placement::TIME,
     };
     let (k, v) = structured_kv(7, p.heads, p.tokens, D);
     let q = structured_query(7, p.heads, D, p.heads);

@@ -197,9 +197,10 @@ impl Backends {
         self.host.guard + self.engine.guard
     }
 
-    fn pick(&mut self, sel: Selection, kind: EvalBackend) -> &mut dyn AttentionBackend {
-        let device_method =
-            matches!(sel, Selection::Dense | Selection::SparF) || sel.sparf_plus().is_some();
+    fn pick(&mut self, policy: &Policy, kind: EvalBackend) -> &mut dyn AttentionBackend {
+        let sel = policy.selection;
+        let device_method = matches!(sel, Selection::Dense | Selection::SparF | Selection::Pages)
+            || sel.sparf_plus().is_some();
         #[cfg(target_os = "linux")]
         if let (Selection::Dense | Selection::Block, EvalBackend::Ssd, Some(ssd)) =
             (sel, kind, self.ssd.as_mut())
@@ -211,6 +212,10 @@ impl Backends {
                 // The sequence about to be opened keeps its dim-indexed
                 // copy in the selection's basis.
                 csd.set_basis(sel.sparf_plus().map_or(BasisKind::Raw, |(b, _)| b));
+                csd.set_placement(match sel {
+                    Selection::Pages => policy.pages.placement(),
+                    _ => proto::Placement::TIME,
+                });
                 csd
             }
             (true, EvalBackend::HostEngine, _) => &mut self.engine,
@@ -327,7 +332,7 @@ pub fn evaluate(
         let mut dense_top: Vec<u32> = Vec::with_capacity(n);
         for (ci, policy) in configs.iter().enumerate() {
             let g0 = backends.guard();
-            let backend = backends.pick(policy.selection, p.backend);
+            let backend = backends.pick(policy, p.backend);
             let started = Instant::now();
             let mut attn = BackendAttention::open(backend, w as u32, shape, *policy)?;
             rec.replay(&mut attn)

@@ -420,6 +420,7 @@ fn a_dropped_connection_reconnects_and_keeps_the_sequences() {
         head_dim: 64,
         dim_group: 1,
         rotated: false,
+        placement: proto::Placement::TIME,
     };
     let run = |tcp: &mut NvmeTcp, sqe: Sqe, data: IoData| {
         tcp.submit(IoRequest { sqe, data })

@@ -20,6 +20,7 @@ const SHAPE: SeqShape = SeqShape {
     head_dim: 64,
     dim_group: 1,
     rotated: false,
+    placement: proto::Placement::TIME,
 };
 
 /// One step of a host's script, on sequence id `seq` (1 or 2).

@@ -20,6 +20,7 @@ const SHAPE: SeqShape = SeqShape {
     head_dim: 64,
     dim_group: 1,
     rotated: false,
+    placement: crate::vendor::Placement::TIME,
 };
 const SEQ: u32 = 1;
 const PROMPT: u32 = 16;

@@ -12,6 +12,7 @@ const SHAPE: SeqShape = SeqShape {
     head_dim: 64,
     dim_group: 4,
     rotated: false,
+    placement: crate::vendor::Placement::TIME,
 };
 
 fn open() -> Sqe {
@@ -406,6 +407,7 @@ fn shape_strategy() -> impl Strategy<Value = SeqShape> {
                 head_dim,
                 dim_group,
                 rotated,
+                placement: crate::vendor::Placement::TIME,
             })
         },
     )

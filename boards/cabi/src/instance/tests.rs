@@ -108,6 +108,7 @@ fn a_decode_round_trip_walks_prp_lists_and_never_crosses_a_page() {
         head_dim: 64,
         dim_group: 4,
         rotated: false,
+        placement: proto::Placement::TIME,
     };
     let none = PrpPair { prp1: 0, prp2: 0 };
     let open = SeqOpen::new(1, shape).to_sqe();

@@ -63,6 +63,7 @@ fn interleaved_sequences_match_the_engine_every_step() {
         head_dim: D as u16,
         dim_group: 2,
         rotated: false,
+        placement: proto::Placement::TIME,
     };
     let mut hosts: Vec<Host> = (0..SEQS).map(|_| Host::new()).collect();
     // Different prompt lengths so the sequences cross page boundaries at

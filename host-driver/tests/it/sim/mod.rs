@@ -92,6 +92,7 @@ impl Problem {
             head_dim: self.d as u16,
             dim_group,
             rotated: false,
+            placement: proto::Placement::TIME,
         }
     }
 

@@ -60,6 +60,7 @@ fn shape(layers: u16, kv_heads: u8, group: u8, head_dim: u16, dim_group: u8) -> 
         head_dim,
         dim_group,
         rotated: false,
+        placement: proto::Placement::TIME,
     }
 }
 

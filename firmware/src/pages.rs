@@ -1,0 +1,136 @@
+//! The device-DRAM index of the PAGES method, per stream: a summary of
+//! every full token page (element-wise min ‖ max of its keys, `2·d`
+//! fp16 values, as `attention::engine::summarize` computes it) and the
+//! pinned attention-sink rows. Both are kept up to date as tokens are
+//! appended, in slot order (the order the FTL stores them), so a decode
+//! scores pages without reading flash. Cost: `4·d` bytes per full page
+//! (1/32 of the K and V bytes at 32 tokens a page) plus `4·d` per sink.
+
+use alloc::vec;
+use alloc::vec::Vec;
+use attention::engine as model;
+
+/// One stream's index.
+#[derive(Clone, Debug)]
+pub(crate) struct PageIndex {
+    /// Tokens per page.
+    t: usize,
+    d: usize,
+    /// Slots pinned in DRAM (the sequence's sink tokens).
+    sink: usize,
+    /// K rows of the pinned slots, then their V rows.
+    pub sink_k: Vec<u16>,
+    pub sink_v: Vec<u16>,
+    /// `min ‖ max` per full page, in page order.
+    pub summaries: Vec<u16>,
+    /// The running summary of the current page and whether it holds a row.
+    cur: Vec<u16>,
+    cur_rows: bool,
+    /// Slots appended so far.
+    slots: usize,
+}
+
+impl PageIndex {
+    pub fn new(t: usize, d: usize, sink: usize) -> Self {
+        Self {
+            t: t.max(1),
+            d,
+            sink,
+            sink_k: Vec::new(),
+            sink_v: Vec::new(),
+            summaries: Vec::new(),
+            cur: vec![0; 2 * d],
+            cur_rows: false,
+            slots: 0,
+        }
+    }
+
+    /// Tokens per page.
+    pub fn page_tokens(&self) -> usize {
+        self.t
+    }
+
+    /// Pinned slots held (the first `min(sink, len)`).
+    pub fn pinned(&self) -> usize {
+        self.sink_k.len() / self.d.max(1)
+    }
+
+    /// The sink setting.
+    pub fn sink(&self) -> usize {
+        self.sink
+    }
+
+    /// Appends rows in slot order (`n × d` each).
+    pub fn push(&mut self, k: &[u16], v: &[u16]) {
+        let d = self.d.max(1);
+        for (kr, vr) in k.chunks_exact(d).zip(v.chunks_exact(d)) {
+            if self.slots < self.sink {
+                self.sink_k.extend_from_slice(kr);
+                self.sink_v.extend_from_slice(vr);
+            } else {
+                self.add(kr);
+            }
+            self.slots += 1;
+            if self.slots % self.t == 0 {
+                // A page with no summarised row (all pinned) sums to zeros,
+                // as `summarize` of no rows does.
+                if !self.cur_rows {
+                    self.cur.fill(0);
+                }
+                self.summaries.extend_from_slice(&self.cur);
+                self.cur_rows = false;
+            }
+        }
+    }
+
+    /// `summarize`'s rule, one row at a time: the first row sets both,
+    /// later rows replace an element only when strictly smaller / larger.
+    fn add(&mut self, row: &[u16]) {
+        let d = self.d;
+        let first = !self.cur_rows;
+        for (i, &b) in row.iter().enumerate() {
+            if first || model::fx(b) < model::fx(self.cur[i]) {
+                self.cur[i] = b;
+            }
+            if first || model::fx(b) > model::fx(self.cur[d + i]) {
+                self.cur[d + i] = b;
+            }
+        }
+        self.cur_rows = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use attention::engine::f32_to_f16_bits;
+    use attention::testdata::SplitMix64;
+
+    #[test]
+    fn summaries_match_the_engine_model_in_any_append_split() {
+        let mut rng = SplitMix64::new(8);
+        let (t, d, n, sink) = (8, 16, 53, 3);
+        let k: Vec<u16> = (0..n * d).map(|_| f32_to_f16_bits(rng.normal())).collect();
+        let v: Vec<u16> = (0..n * d).map(|_| f32_to_f16_bits(rng.normal())).collect();
+        let mut want = Vec::new();
+        let mut one = Vec::new();
+        for p in 0..n / t {
+            let lo = (p * t).max(sink);
+            model::summarize(&k[lo * d..(p + 1) * t * d], d, &mut one);
+            want.extend_from_slice(&one);
+        }
+        for split in [1, 5, 53] {
+            let mut ix = PageIndex::new(t, d, sink);
+            let mut at = 0;
+            while at < n {
+                let hi = (at + split).min(n);
+                ix.push(&k[at * d..hi * d], &v[at * d..hi * d]);
+                at = hi;
+            }
+            assert_eq!(ix.summaries, want, "split {split}");
+            assert_eq!(ix.pinned(), sink);
+            assert_eq!(ix.sink_k, k[..sink * d]);
+            assert_eq!(ix.sink_v, v[..sink * d]);
+        }
+    }
+}
