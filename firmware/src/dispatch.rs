@@ -437,7 +437,7 @@ where
             mass_milli: c.r,
             score: PageScore::Bound,
             similar: seq.shape.placement.similar,
-            fill: false,
+            fill: c.flags.fill(),
             sink: usize::from(seq.shape.placement.sink),
         }),
         _ => return Err(Status::UNSUPPORTED_METHOD.into()),

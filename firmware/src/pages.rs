@@ -23,6 +23,15 @@ pub(crate) struct PageIndex {
     pub sink_v: Vec<u16>,
     /// `min ‖ max` per full page, in page order.
     pub summaries: Vec<u16>,
+    /// Mean key and mean value per full page (`d` each), and how many
+    /// rows each mean covers (pinned rows are left out): the unread pages'
+    /// stand-ins when PAGES fills.
+    pub mean_k: Vec<u16>,
+    pub mean_v: Vec<u16>,
+    pub mean_rows: Vec<u32>,
+    sum_k: Vec<i64>,
+    sum_v: Vec<i64>,
+    rows: usize,
     /// The running summary of the current page and whether it holds a row.
     cur: Vec<u16>,
     cur_rows: bool,
@@ -39,6 +48,12 @@ impl PageIndex {
             sink_k: Vec::new(),
             sink_v: Vec::new(),
             summaries: Vec::new(),
+            mean_k: Vec::new(),
+            mean_v: Vec::new(),
+            mean_rows: Vec::new(),
+            sum_k: vec![0; d],
+            sum_v: vec![0; d],
+            rows: 0,
             cur: vec![0; 2 * d],
             cur_rows: false,
             slots: 0,
@@ -69,6 +84,16 @@ impl PageIndex {
                 self.sink_v.extend_from_slice(vr);
             } else {
                 self.add(kr);
+                for ((sk, sv), (&a, &b)) in self
+                    .sum_k
+                    .iter_mut()
+                    .zip(self.sum_v.iter_mut())
+                    .zip(kr.iter().zip(vr))
+                {
+                    *sk += i64::from(model::fx(a));
+                    *sv += i64::from(model::fx(b));
+                }
+                self.rows += 1;
             }
             self.slots += 1;
             if self.slots % self.t == 0 {
@@ -79,6 +104,15 @@ impl PageIndex {
                 }
                 self.summaries.extend_from_slice(&self.cur);
                 self.cur_rows = false;
+                let mut mean = Vec::new();
+                model::mean_from_sums(&self.sum_k, self.rows, &mut mean);
+                self.mean_k.extend_from_slice(&mean);
+                model::mean_from_sums(&self.sum_v, self.rows, &mut mean);
+                self.mean_v.extend_from_slice(&mean);
+                self.mean_rows.push(self.rows as u32);
+                self.sum_k.fill(0);
+                self.sum_v.fill(0);
+                self.rows = 0;
             }
         }
     }

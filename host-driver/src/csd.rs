@@ -321,6 +321,10 @@ impl<T: Transport> Csd<T> {
                 .map_err(|_| arg(format!("local pages = {} exceed u16", pp.local_pages)))?;
             let k = u32::try_from(pp.max_pages)
                 .map_err(|_| arg(format!("pages = {} exceed u32", pp.max_pages)))?;
+            let mut flags = flags;
+            if pp.fill {
+                flags.0 |= DecodeFlags::FILL.0;
+            }
             pages_cmd = Some(DecodeSubmit::pages(
                 seq,
                 layer,

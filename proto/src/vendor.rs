@@ -450,8 +450,11 @@ impl DecodeFlags {
     /// Sparf only: the adaptive guardrail, parameters in a [`GuardTrailer`]
     /// at the end of the payload.
     pub const GUARD: DecodeFlags = DecodeFlags(2);
+    /// PAGES only: the pages not read join the softmax as their mean key
+    /// and mean value (see `attention::shape::PagesParams::fill`).
+    pub const FILL: DecodeFlags = DecodeFlags(4);
     /// All defined bits.
-    pub const ALL: DecodeFlags = DecodeFlags(3);
+    pub const ALL: DecodeFlags = DecodeFlags(7);
 
     /// APPEND_KV is set.
     pub const fn append_kv(self) -> bool {
@@ -461,6 +464,11 @@ impl DecodeFlags {
     /// GUARD is set.
     pub const fn guard(self) -> bool {
         self.0 & Self::GUARD.0 != 0
+    }
+
+    /// FILL is set.
+    pub const fn fill(self) -> bool {
+        self.0 & Self::FILL.0 != 0
     }
 }
 
@@ -710,7 +718,7 @@ impl DecodeSubmit {
         reserved("flags", flags.0, !DecodeFlags::ALL.0 as u64)?;
         match method {
             Method::DENSE => {
-                if flags.guard() {
+                if flags.guard() || flags.fill() {
                     return Err(invalid("flags", flags.0));
                 }
                 if cmd.r != 0 {
@@ -724,6 +732,9 @@ impl DecodeSubmit {
                 }
             }
             Method::SPARF => {
+                if flags.fill() {
+                    return Err(invalid("flags", flags.0));
+                }
                 if cmd.r == 0 || cmd.r > MAX_HEAD_DIM {
                     return Err(invalid("r", cmd.r));
                 }

@@ -460,7 +460,12 @@ pub fn pages_group(
         let unread: Vec<usize> = (0..full)
             .filter(|pg| pages.binary_search(&(*pg as u32)).is_err())
             .collect();
-        let spans: Vec<_> = unread.iter().map(|&pg| page_span(pg, t, p.sink)).collect();
+        // Pages whose every slot is pinned have no stand-in.
+        let spans: Vec<_> = unread
+            .iter()
+            .map(|&pg| page_span(pg, t, p.sink))
+            .filter(|r| !r.is_empty())
+            .collect();
         let kbar: Vec<Vec<u16>> = spans
             .iter()
             .map(|r| mean_row(&k[r.start * d..r.end * d], d))
@@ -481,15 +486,29 @@ pub fn pages_group(
     })
 }
 
-/// The mean of a page's keys, rounded to fp16.
+/// The mean of a page's rows, rounded to fp16 ([`mean_from_sums`]).
 fn mean_row(page: &[u16], d: usize) -> Vec<u16> {
-    let n = (page.len() / d.max(1)).max(1) as i64;
-    (0..d)
-        .map(|i| {
-            let sum: i64 = page.chunks_exact(d).map(|r| i64::from(fx(r[i]))).sum();
-            f32_to_f16_bits(fx_to_f32(sum.div_euclid(n) as i32))
-        })
-        .collect()
+    let n = page.len() / d.max(1);
+    let mut sums = vec![0i64; d];
+    for row in page.chunks_exact(d) {
+        for (s, &b) in sums.iter_mut().zip(row) {
+            *s += i64::from(fx(b));
+        }
+    }
+    let mut out = Vec::new();
+    mean_from_sums(&sums, n, &mut out);
+    out
+}
+
+/// fp16 bits of the mean of `n` rows whose Fx sums are `sums`:
+/// ⌊Σ / n⌋ (floor) in Fx, then to fp16 (nearest even); zeros when n = 0.
+pub fn mean_from_sums(sums: &[i64], n: usize, out: &mut Vec<u16>) {
+    out.clear();
+    let n = n.max(1) as i64;
+    out.extend(
+        sums.iter()
+            .map(|&s| f32_to_f16_bits(fx_to_f32(s.div_euclid(n) as i32))),
+    );
 }
 
 /// ln(n) in Q16, rounded (n ≤ 2^16).

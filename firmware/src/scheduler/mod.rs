@@ -309,13 +309,20 @@ fn start<'j, B: Nand + Engine>(
     }
     let job = run.job;
     match p.method {
-        MethodParams::Dense => tokens_stage(cx, h, run, p, queue, None, None),
+        MethodParams::Dense => tokens_stage(cx, h, run, p, queue, tokens::Selection::ALL),
         MethodParams::Pages(params) => {
-            let (sel, pinned) = select_pages(cx.board, job, params)?;
+            let c = select_pages(cx.board, job, params)?;
             let ix = job.index;
             let d = job.d;
-            let pinned = (pinned > 0).then(|| (&ix.sink_k[..pinned * d], &ix.sink_v[..pinned * d]));
-            tokens_stage(cx, h, run, p, queue, Some(&sel), pinned)
+            let pinned =
+                (c.pinned > 0).then(|| (&ix.sink_k[..c.pinned * d], &ix.sink_v[..c.pinned * d]));
+            let virt = c.virt.as_ref().map(|(k, v, ln)| (&k[..], &v[..], &ln[..]));
+            let which = tokens::Selection {
+                sel: Some(&c.sel),
+                pinned,
+                virt,
+            };
+            tokens_stage(cx, h, run, p, queue, which)
         }
         MethodParams::SparF(params, _) => {
             // Step 1: the r dims with the largest |q| summed over the group.
@@ -355,28 +362,24 @@ fn select<'j, B: Nand + Engine>(
         p.cost.guard_widened += 1;
     }
     run.alpha = alpha;
-    tokens_stage(cx, h, run, p, queue, Some(&sel), None)
+    let which = tokens::Selection {
+        sel: Some(&sel),
+        ..tokens::Selection::ALL
+    };
+    tokens_stage(cx, h, run, p, queue, which)
 }
 
-/// Steps 8-11 (or dense): plans the head's token reads over `sel`, whose
-/// first entries may be `pinned` rows (K, V) held in DRAM.
+/// Steps 8-11 (or dense): plans the head's token reads over `which`.
 fn tokens_stage<'j, B: Nand + Engine>(
     cx: &mut Ctx<'_, B>,
     h: usize,
     run: &mut Run<'j>,
     p: &mut CmdState,
     queue: &mut ReadQueue<Route>,
-    sel: Option<&[u32]>,
-    pinned: Option<(&[u16], &[u16])>,
+    which: tokens::Selection<'_>,
 ) -> Result<(), Status> {
-    let (head, reads) = tokens::Head::start(
-        cx.board,
-        cx.ftl,
-        run.job,
-        tokens::Selection { sel, pinned },
-        &mut p.cost,
-        cx.counters,
-    )?;
+    let (head, reads) =
+        tokens::Head::start(cx.board, cx.ftl, run.job, which, &mut p.cost, cx.counters)?;
     for (read, what) in reads {
         queue.push(read, Route::Tokens(h, what), true)?;
     }
@@ -466,16 +469,24 @@ fn select_dims<B: Engine>(board: &mut B, job: &HeadJob<'_>, r: usize) -> Vec<u16
     picked.iter().map(|&i| i as u16).collect()
 }
 
+/// What PAGES attends for one head: `sel` (tokens, ascending), of which
+/// the first `pinned` are sink rows in DRAM, and with fill the unread
+/// pages' stand-ins (mean K rows, mean V rows, ln of their row counts).
+struct PagesChoice {
+    sel: Vec<u32>,
+    pinned: usize,
+    virt: Option<(Vec<u16>, Vec<u16>, Vec<i32>)>,
+}
+
 /// PAGES for one head: bound rows from the DRAM summaries (the `bound_row`
 /// multiplexer) → bound logits on the GeMV lanes → softmax per query head
-/// → page keys → argtopk and the mass budget; returns the tokens to attend
-/// (`attention::engine::page_tokens`) and how many of them (the first)
-/// are pinned sink rows.
+/// → page keys → argtopk and the mass budget
+/// (`attention::engine::pages_group`).
 fn select_pages<B: Engine>(
     board: &mut B,
     job: &HeadJob<'_>,
     params: PagesParams,
-) -> Result<(Vec<u32>, usize), Status> {
+) -> Result<PagesChoice, Status> {
     let ix = job.index;
     let (s, g, d) = (job.s, job.g, job.d);
     let t = ix.page_tokens();
@@ -507,7 +518,28 @@ fn select_pages<B: Engine>(
         board.argtopk(keys, k, out)
     });
     let pinned = ix.sink().min(full * t).min(ix.pinned());
-    Ok((model::page_tokens(&pages, t, s, pinned), pinned))
+    let virt = if params.fill {
+        let (mut kb, mut vb, mut ln) = (Vec::new(), Vec::new(), Vec::new());
+        for pg in (0..full).filter(|pg| pages.binary_search(&(*pg as u32)).is_err()) {
+            let rows = *ix.mean_rows.get(pg).ok_or(Status::INTERNAL_ERROR)?;
+            if rows == 0 {
+                // Every slot pinned: no stand-in.
+                continue;
+            }
+            let span = pg * d..(pg + 1) * d;
+            kb.extend_from_slice(ix.mean_k.get(span.clone()).ok_or(Status::INTERNAL_ERROR)?);
+            vb.extend_from_slice(ix.mean_v.get(span).ok_or(Status::INTERNAL_ERROR)?);
+            ln.push(model::ln_q16(rows as usize));
+        }
+        Some((kb, vb, ln))
+    } else {
+        None
+    };
+    Ok(PagesChoice {
+        sel: model::page_tokens(&pages, t, s, pinned),
+        pinned,
+        virt,
+    })
 }
 
 /// SparF steps 4-7 for one head: approximate logits over the chosen dims

@@ -129,10 +129,22 @@ pub(super) struct Head<'j> {
 /// The tokens of an exact pass: `sel` (ascending; `None` = all), whose
 /// first entries may be `pinned` rows (K, V) already in device DRAM (the
 /// PAGES method's sinks).
+/// `virt` are stand-ins that join the softmax after the selection: mean
+/// key rows, mean value rows and a logit offset each (PAGES with fill).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Selection<'a> {
     pub sel: Option<&'a [u32]>,
     pub pinned: Option<(&'a [u16], &'a [u16])>,
+    pub virt: Option<(&'a [u16], &'a [u16], &'a [i32])>,
+}
+
+impl Selection<'_> {
+    /// Every token, nothing pinned, no stand-ins (dense).
+    pub const ALL: Selection<'static> = Selection {
+        sel: None,
+        pinned: None,
+        virt: None,
+    };
 }
 
 /// Which rows a token-page read carries: K or V, from this index of the
@@ -155,8 +167,9 @@ impl<'j> Head<'j> {
         cost: &mut HeadCost,
         counters: &mut Counters,
     ) -> Result<(Self, Vec<(PageRead, Rows)>), Status> {
-        let Selection { sel, pinned } = which;
-        let n = sel.map_or(job.s, <[u32]>::len);
+        let Selection { sel, pinned, virt } = which;
+        let real = sel.map_or(job.s, <[u32]>::len);
+        let n = real + virt.map_or(0, |(_, _, ln)| ln.len());
         let skip = pinned.map_or(0, |(k, _)| k.len() / job.d.max(1));
         let rest = match sel {
             Some(sel) => Some(sel.get(skip..).ok_or(Status::INTERNAL_ERROR)?),
@@ -180,6 +193,15 @@ impl<'j> Head<'j> {
         if let Some((pk, _)) = pinned {
             head.logits(board, pk, 0);
         }
+        if let Some((kbar, _, ln)) = virt {
+            head.logits(board, kbar, real);
+            for h in 0..job.g {
+                let at = h * n + real;
+                for (l, &x) in head.logits[at..at + ln.len()].iter_mut().zip(ln) {
+                    *l = l.saturating_add(x);
+                }
+            }
+        }
         for (rows, off) in &k.dram {
             counters.dram_tail_bytes += (rows.len() * 2) as u64;
             head.logits(board, rows, *off);
@@ -189,6 +211,9 @@ impl<'j> Head<'j> {
         }
         if let Some((_, pv)) = pinned {
             head.values(board, pv, 0)?;
+        }
+        if let Some((_, vbar, _)) = virt {
+            head.values(board, vbar, real)?;
         }
         for (rows, off) in &v.dram {
             counters.dram_tail_bytes += (rows.len() * 2) as u64;

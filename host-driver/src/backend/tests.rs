@@ -295,3 +295,111 @@ fn basis_and_method_must_match() {
     assert!(e.contains("plain"), "{e}");
     b.decode(&[step(Method::Dense)]).unwrap();
 }
+
+/// Prefill `s` tokens in one append per layer, then 3 steps with
+/// APPEND_KV and one without.
+fn drive_long(b: &mut dyn AttentionBackend, method: Method, s: usize) -> Vec<Vec<f32>> {
+    let (kv, d) = (SHAPE.kv_heads, SHAPE.head_dim);
+    let (k, v) = structured_kv(9, kv, s + 3, d);
+    let rows = |x: &[f32], t0: usize, t1: usize| -> Vec<f32> {
+        (0..kv)
+            .flat_map(|h| x[(h * (s + 3) + t0) * d..(h * (s + 3) + t1) * d].to_vec())
+            .collect()
+    };
+    b.open(5, SHAPE).unwrap();
+    for layer in 0..2 {
+        b.append(5, layer, &rows(&k, 0, s), &rows(&v, 0, s))
+            .unwrap();
+    }
+    let q = structured_query(9, SHAPE.q_heads, d, kv);
+    let mut outs = Vec::new();
+    for step in 0..3 {
+        let (kn, vn) = (
+            rows(&k, s + step, s + step + 1),
+            rows(&v, s + step, s + step + 1),
+        );
+        let batch: Vec<DecodeStep<'_>> = (0..2)
+            .map(|layer| DecodeStep {
+                seq: 5,
+                layer,
+                q: &q,
+                kv_new: Some((&kn, &vn)),
+                method,
+            })
+            .collect();
+        outs.extend(b.decode(&batch).unwrap());
+    }
+    outs.extend(
+        b.decode(&[DecodeStep {
+            seq: 5,
+            layer: 1,
+            q: &q,
+            kv_new: None,
+            method,
+        }])
+        .unwrap(),
+    );
+    b.close(5).unwrap();
+    outs
+}
+
+#[test]
+fn pages_on_the_device_is_the_engine_model_bit_for_bit() {
+    use crate::policy::{Compression, Policy, Selection};
+    let s = 700;
+    let dense = drive_long(&mut HostDense::engine(), Method::Dense, s);
+    for (similar, sink, c, fill) in [
+        (true, 4, "1/4", false),
+        (false, 0, "1/4", false),
+        (true, 0, "1/2", false),
+        (true, 4, "1/4", true),
+        (true, 4, "1", false),
+    ] {
+        let mut policy = Policy::new(Selection::Pages, c.parse::<Compression>().unwrap());
+        policy.pages.similar = similar;
+        policy.pages.sink = sink;
+        policy.pages.fill = fill;
+        // d = 32 at 4 KiB: 64 tokens a page, 10 full pages.
+        let m = policy.method(s, SHAPE.head_dim);
+        let Method::Pages(p) = m else {
+            panic!("pages");
+        };
+        assert_eq!(p.page_tokens, 64);
+        let want = drive_long(&mut HostDense::engine(), m, s);
+        for devices in [1, 2] {
+            let mut b = in_storage(devices);
+            b.set_placement(policy.pages.placement());
+            let got = drive_long(&mut b, m, s);
+            assert!(
+                got == want,
+                "similar {similar} sink {sink} {c} fill {fill} on {devices} devices"
+            );
+        }
+        // Every page read is dense, whatever the order the drive keeps
+        // (integer sums do not depend on it); fewer pages are not.
+        assert_eq!(want == dense, c == "1", "similar {similar} sink {sink} {c}");
+    }
+}
+
+#[test]
+fn pages_refuses_a_sink_the_sequence_was_not_opened_with() {
+    use crate::policy::{Compression, Policy, Selection};
+    let mut policy = Policy::new(Selection::Pages, "1/4".parse::<Compression>().unwrap());
+    policy.pages.sink = 4;
+    let m = policy.method(700, SHAPE.head_dim);
+    let mut b = in_storage(1);
+    // Opened in time order with no sinks.
+    b.open(1, SHAPE).unwrap();
+    let (kv, d) = (SHAPE.kv_heads, SHAPE.head_dim);
+    let k = vec![0.5f32; kv * 10 * d];
+    b.append(1, 0, &k, &k).unwrap();
+    let q = vec![0.1f32; SHAPE.q_heads * d];
+    let r = b.decode(&[DecodeStep {
+        seq: 1,
+        layer: 0,
+        q: &q,
+        kv_new: None,
+        method: m,
+    }]);
+    assert!(r.is_err());
+}

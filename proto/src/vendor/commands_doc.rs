@@ -27,7 +27,7 @@ const PROMPT: u32 = 16;
 
 /// The flags with their names and what they do; together they are
 /// [`DecodeFlags::ALL`] (checked).
-const FLAGS: [(DecodeFlags, &str, &str); 2] = [
+const FLAGS: [(DecodeFlags, &str, &str); 3] = [
     (
         DecodeFlags::APPEND_KV,
         "APPEND_KV",
@@ -37,6 +37,11 @@ const FLAGS: [(DecodeFlags, &str, &str); 2] = [
         DecodeFlags::GUARD,
         "GUARD",
         "sparf only: the adaptive guardrail; its parameters end the payload",
+    ),
+    (
+        DecodeFlags::FILL,
+        "FILL",
+        "pages only: the pages not read join the softmax as their mean key and mean value",
     ),
 ];
 

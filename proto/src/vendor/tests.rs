@@ -206,8 +206,9 @@ reject! {
     seq_open_rejects_zero_dim_group: open |s| s.cdw13 = 64 => inv("dim_group", 0);
     seq_open_rejects_large_dim_group: open |s| s.cdw13 = 64 | 16 << 16 => inv("dim_group", 16);
     seq_open_rejects_non_dividing_dim_group: open |s| s.cdw13 = 6 | 4 << 16 => inv("dim_group", 4);
-    seq_open_rejects_cdw13_reserved: open |s| s.cdw13 |= 1 << 25 => res("cdw13[31:25]", s.cdw13 as u64);
-    seq_open_rejects_cdw14: open |s| s.cdw14 = 2 => res("cdw14", 2);
+    seq_open_rejects_cdw13_reserved: open |s| s.cdw13 |= 1 << 26 => res("cdw13[31:26]", s.cdw13 as u64);
+    seq_open_rejects_cdw14: open |s| s.cdw14 = 2 << 16 => res("cdw14[31:16]", 2 << 16);
+    seq_open_rejects_too_many_sinks: open |s| s.cdw14 = 65 => inv("sink", 65);
     seq_open_rejects_cdw15: open |s| s.cdw15 = 3 => res("cdw15", 3);
 
     seq_close_rejects_ndt: close |s| s.cdw10 = 1 => res("cdw10", 1);
@@ -222,8 +223,11 @@ reject! {
     kv_append_rejects_cdw15: append |s| s.cdw15 = 1 => res("cdw15", 1);
 
     decode_submit_rejects_zero_ndt: dense |s| s.cdw10 = 0 => inv("ndt", 0);
-    decode_submit_rejects_unknown_method: dense |s| s.cdw12 = 1 | 2 << 16 => ProtoError::UnsupportedMethod(2);
-    decode_submit_rejects_reserved_flags: dense |s| s.cdw12 |= 4 << 24 => res("flags", 5);
+    decode_submit_rejects_unknown_method: dense |s| s.cdw12 = 1 | 3 << 16 => ProtoError::UnsupportedMethod(3);
+    decode_submit_rejects_reserved_flags: dense |s| s.cdw12 |= 8 << 24 => res("flags", 9);
+    decode_submit_rejects_fill_on_dense: dense |s| s.cdw12 |= 4 << 24 => inv("flags", 5);
+    decode_submit_rejects_pages_without_pages: dense |s| s.cdw12 = 1 | 2 << 16 => inv("k (pages)", 0);
+    decode_submit_rejects_pages_mass_over_one: dense |s| { s.cdw12 = 1 | 2 << 16; s.cdw15 = 4; s.cdw14 = 1001 } => inv("r (mass, thousandths)", 1001);
     decode_submit_rejects_dense_guard: dense |s| s.cdw12 |= 2 << 24 => inv("flags", 3);
     decode_submit_dense_rejects_r: dense |s| s.cdw14 = 1 => inv("r", 1);
     decode_submit_dense_rejects_local: dense |s| s.cdw14 = 1 << 16 => inv("local", 1);
@@ -243,7 +247,7 @@ reject! {
 fn parse_errors_map_to_status() {
     use crate::Status;
     let mut s = open();
-    s.cdw14 = 1;
+    s.cdw14 = 1 << 16;
     assert_eq!(
         VendorCommand::parse(&s).unwrap_err().status(),
         Status::INVALID_FIELD
@@ -340,7 +344,9 @@ fn method_and_flags() {
     assert_eq!(Method::DENSE.bit(), 1);
     assert_eq!(Method::SPARF.bit(), 2);
     assert_eq!(Method(16).bit(), 0);
-    assert!(!Method(2).is_known());
+    assert!(Method::PAGES.is_known() && Method::PAGES.bit() == 4);
+    assert!(!Method(3).is_known());
+    assert!(DecodeFlags::FILL.fill() && !DecodeFlags::GUARD.fill());
     assert!(DecodeFlags::APPEND_KV.append_kv());
     assert!(!DecodeFlags::NONE.append_kv());
     assert!(DecodeFlags::GUARD.guard() && !DecodeFlags::APPEND_KV.guard());
@@ -535,7 +541,7 @@ fn every_reserved_bit_is_rejected() {
     assert_eq!(
         counts,
         [
-            ("SEQ_OPEN", 32 + 7 + 32 + 32),
+            ("SEQ_OPEN", 32 + 6 + 16 + 32),
             ("KV_APPEND", 16 + 32),
             ("SEQ_CLOSE", 5 * 32),
             ("DECODE_SUBMIT", 0),
@@ -561,7 +567,7 @@ fn reserved_names() {
     };
     assert_eq!(
         names(SeqOpen::LAYOUT, open()),
-        ["cdw10", "cdw13[31:25]", "cdw14", "cdw15"]
+        ["cdw10", "cdw13[31:26]", "cdw14[31:16]", "cdw15"]
     );
     assert_eq!(names(KvAppend::LAYOUT, append()), ["cdw12[31:16]", "cdw15"]);
     assert_eq!(
@@ -594,7 +600,7 @@ fn rows_cover_every_bit_once() {
         assert_eq!(seen, [u32::MAX; 6], "{}", layout.name());
         assert_eq!(fields, layout.fields.len());
     }
-    assert_eq!(layout_rows().count(), 11 + 7 + 6 + 9 + 7);
+    assert_eq!(layout_rows().count(), 14 + 7 + 6 + 9 + 7);
 }
 
 #[test]
@@ -602,7 +608,8 @@ fn layout_table_rows() {
     use std::string::ToString;
     let table = LayoutTable.to_string();
     assert!(table.contains("| SEQ_OPEN | 80h | cdw13 | 24 | `rotated` | The sequence is rotated:"));
-    assert!(table.contains("| SEQ_OPEN | 80h | cdw13 | 31:25 | reserved |"));
+    assert!(table.contains("| SEQ_OPEN | 80h | cdw13 | 31:26 | reserved |"));
+    assert!(table.contains("| SEQ_OPEN | 80h | cdw14 | 7:0 | `sink` |"));
     assert!(table.contains("| DECODE_SUBMIT | 85h | cdw12 | 31:24 | `flags` |"));
     assert!(table.contains("| DECODE_SUBMIT | 85h | cdw14 | 31:16 | `local` |"));
     assert_eq!(table.lines().count(), 2 + layout_rows().count());
