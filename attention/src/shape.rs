@@ -210,8 +210,12 @@ pub struct PagesParams {
 pub enum PageScore {
     /// Quest's upper bound from the page's element-wise min and max keys.
     Bound,
-    /// The logit of the page's mean key.
+    /// The logit of the page's mean key plus ln of its rows.
     Mean,
+    /// A Gaussian estimate of the page's log-mass from its mean key and
+    /// per-dim spread: logit(q, k̄) + ½·c²·Σ(q_i·σ_i)² + ln n; with fill the
+    /// unread pages' stand-ins take the same logit.
+    Gauss,
     /// The exact attention mass of the page's tokens (reads all of K: the
     /// page-granular oracle, a bound on what a page score can reach).
     Exact,

@@ -435,7 +435,11 @@ where
             max_pages: c.k as usize,
             local_pages: usize::from(c.local),
             mass_milli: c.r,
-            score: PageScore::Bound,
+            score: if c.flags.mean() {
+                PageScore::Mean
+            } else {
+                PageScore::Bound
+            },
             similar: seq.shape.placement.similar,
             fill: c.flags.fill(),
             sink: usize::from(seq.shape.placement.sink),

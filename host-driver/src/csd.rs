@@ -325,6 +325,15 @@ impl<T: Transport> Csd<T> {
             if pp.fill {
                 flags.0 |= DecodeFlags::FILL.0;
             }
+            match pp.score {
+                attention::shape::PageScore::Bound => {}
+                attention::shape::PageScore::Mean => flags.0 |= DecodeFlags::MEAN.0,
+                other => {
+                    return Err(arg(format!(
+                        "the drive scores pages by bound or mean, not {other:?}"
+                    )));
+                }
+            }
             pages_cmd = Some(DecodeSubmit::pages(
                 seq,
                 layer,

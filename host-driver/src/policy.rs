@@ -56,6 +56,10 @@ pub enum Selection {
     /// chosen by a bound on their logits (at most c of the full pages),
     /// every token of a chosen page attended exactly.
     Pages,
+    /// Quest-style page selection on the drive: tokens in time order,
+    /// pages chosen by the min/max bound alone (no placement, no pinned
+    /// sinks, no stand-ins), at most c of the pages.
+    Quest,
 }
 
 impl Selection {
@@ -72,7 +76,7 @@ impl Selection {
     }
 
     /// All of them, in report order.
-    pub const ALL: [Selection; 12] = [
+    pub const ALL: [Selection; 13] = [
         Selection::Dense,
         Selection::SparQ,
         Selection::SparF,
@@ -85,6 +89,7 @@ impl Selection {
         Selection::SparFPcaGuard,
         Selection::Oracle,
         Selection::Pages,
+        Selection::Quest,
     ];
 
     /// Lower-case name as on the command line.
@@ -102,6 +107,7 @@ impl Selection {
             Self::SparFPcaGuard => "sparf-pca-guard",
             Self::Oracle => "oracle",
             Self::Pages => "pages",
+            Self::Quest => "quest",
         }
     }
 
@@ -130,7 +136,10 @@ impl Selection {
                 "top c·S tokens by exact attention (reads all of K: a bound, not a method)"
             }
             Self::Pages => {
-                "flash-aware: similar keys placed on the same pages, at most c of the pages chosen by a Quest bound, read whole"
+                "flash-aware: alike keys placed on the same pages, sinks pinned in DRAM, at most c of the pages chosen from DRAM summaries and read whole, the rest as their mean key and value"
+            }
+            Self::Quest => {
+                "Quest-style: tokens in time order, at most c of the pages chosen by their min/max bound, read whole"
             }
         }
     }
@@ -150,7 +159,7 @@ impl FromStr for Selection {
             .find(|m| m.name() == s.trim().to_ascii_lowercase())
             .ok_or_else(|| {
                 format!(
-                    "unknown method `{s}` (dense, sparq, sparf, h2o, local, block, sparf-pca, sparf-bal, sparf-guard, sparf-pca-guard, oracle, pages; `eval --list-methods` describes them)"
+                    "unknown method `{s}` (dense, sparq, sparf, h2o, local, block, sparf-pca, sparf-bal, sparf-guard, sparf-pca-guard, oracle, pages, quest; `eval --list-methods` describes them)"
                 )
             })
     }
@@ -293,6 +302,28 @@ impl PagesSetting {
             similar: self.similar,
             sink: u8::try_from(self.sink).unwrap_or(u8::MAX),
             recent_pages: u8::try_from(self.local_pages).unwrap_or(u8::MAX),
+        }
+    }
+
+    /// The Quest-style baseline on the same drive: time order, the bound,
+    /// nothing pinned, no stand-ins, the whole budget read.
+    pub fn quest(&self) -> PagesSetting {
+        PagesSetting {
+            similar: false,
+            sink: 0,
+            fill: false,
+            score: PageScore::Bound,
+            mass: 1.0,
+            ..*self
+        }
+    }
+
+    /// The setting a selection runs with (pages: this one; quest: its
+    /// baseline).
+    pub fn for_selection(&self, sel: Selection) -> PagesSetting {
+        match sel {
+            Selection::Quest => self.quest(),
+            _ => *self,
         }
     }
 
@@ -451,6 +482,7 @@ impl Policy {
             }
             Selection::Oracle => Method::Oracle { k: tokens(c, s) },
             Selection::Pages => Method::Pages(self.pages.params(c, s, d)),
+            Selection::Quest => Method::Pages(self.pages.quest().params(c, s, d)),
             Selection::H2o => {
                 let budget = tokens(c, s);
                 Method::H2o(H2oParams {

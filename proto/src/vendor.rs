@@ -453,8 +453,11 @@ impl DecodeFlags {
     /// PAGES only: the pages not read join the softmax as their mean key
     /// and mean value (see `attention::shape::PagesParams::fill`).
     pub const FILL: DecodeFlags = DecodeFlags(4);
+    /// PAGES only: pages are scored by their mean key (the logit of q
+    /// against it, plus ln of its rows) instead of the min/max bound.
+    pub const MEAN: DecodeFlags = DecodeFlags(8);
     /// All defined bits.
-    pub const ALL: DecodeFlags = DecodeFlags(7);
+    pub const ALL: DecodeFlags = DecodeFlags(15);
 
     /// APPEND_KV is set.
     pub const fn append_kv(self) -> bool {
@@ -469,6 +472,11 @@ impl DecodeFlags {
     /// FILL is set.
     pub const fn fill(self) -> bool {
         self.0 & Self::FILL.0 != 0
+    }
+
+    /// MEAN is set.
+    pub const fn mean(self) -> bool {
+        self.0 & Self::MEAN.0 != 0
     }
 }
 
@@ -718,7 +726,7 @@ impl DecodeSubmit {
         reserved("flags", flags.0, !DecodeFlags::ALL.0 as u64)?;
         match method {
             Method::DENSE => {
-                if flags.guard() || flags.fill() {
+                if flags.guard() || flags.fill() || flags.mean() {
                     return Err(invalid("flags", flags.0));
                 }
                 if cmd.r != 0 {
@@ -732,7 +740,7 @@ impl DecodeSubmit {
                 }
             }
             Method::SPARF => {
-                if flags.fill() {
+                if flags.fill() || flags.mean() {
                     return Err(invalid("flags", flags.0));
                 }
                 if cmd.r == 0 || cmd.r > MAX_HEAD_DIM {

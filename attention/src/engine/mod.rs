@@ -110,8 +110,9 @@ pub use heads::attend_heads;
 pub use kernels::{accumulate, add_vsum, alpha, finish, vmean};
 pub use model::{PlusInputs, SparfOutput, dense_group, sparf_group, sparf_plus_group};
 pub use pages::{
-    LAYOUT_ROUNDS, PagesOutput, bound_row, layout_order, ln_q16, mean_from_sums, page_logits,
-    page_tokens, pages_group, select_pages, select_pages_from_probs, select_pages_with, summarize,
+    LAYOUT_ROUNDS, PagesOutput, bound_row, layout_order, ln_q16, mean_from_sums, mean_logit,
+    page_logits, page_tokens, pages_group, select_pages, select_pages_from_probs,
+    select_pages_with, summarize,
 };
 pub use softmax::{EXP2_POLY, LOG2E_Q16, P_ONE, exp2_frac, softmax, weight};
 pub use topk::{LOCAL_BONUS, argtopk, select_dims, token_keys};

@@ -36,7 +36,7 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
-use super::fixed::{dense_scale, f32_to_f16_bits, fx, fx_to_f32, logit};
+use super::fixed::{dense_scale, f32_to_f16_bits, fx, fx_to_f32, isqrt, logit};
 use super::kernels::{accumulate, finish};
 use super::softmax::{P_ONE, softmax};
 use super::topk::{LOCAL_BONUS, argtopk};
@@ -429,7 +429,20 @@ pub fn pages_group(
             let mut logits = vec![0i32; g * full];
             for (h, q_h) in qf.chunks_exact(d).enumerate() {
                 for (pi, m) in means.iter().enumerate() {
-                    logits[h * full + pi] = logit(q_h, m, c);
+                    let n = page_span(pi, t, p.sink).len();
+                    logits[h * full + pi] = mean_logit(q_h, m, n, c);
+                }
+            }
+            select_pages(&logits, g, p)
+        }
+        PageScore::Gauss => {
+            let mut logits = vec![0i32; g * full];
+            for pg in 0..full {
+                let r = page_span(pg, t, p.sink);
+                let rows = &k[r.start * d..r.end * d];
+                let (m, sd) = (mean_row(rows, d), sd_row(rows, d));
+                for (h, q_h) in qf.chunks_exact(d).enumerate() {
+                    logits[h * full + pg] = gauss_logit(q_h, &m, &sd, r.len());
                 }
             }
             select_pages(&logits, g, p)
@@ -475,6 +488,23 @@ pub fn pages_group(
             .map(|r| mean_row(&v[r.start * d..r.end * d], d))
             .collect();
         let ln_n: Vec<i32> = spans.iter().map(|r| ln_q16(r.len())).collect();
+        // Gauss: the stand-in carries the spread term too (added to ln n).
+        let ln_n: Vec<Vec<i32>> = if p.score == PageScore::Gauss {
+            qf.chunks_exact(d)
+                .map(|q_h| {
+                    spans
+                        .iter()
+                        .zip(&ln_n)
+                        .map(|(r, &ln)| {
+                            let sd = sd_row(&k[r.start * d..r.end * d], d);
+                            ln.saturating_add(spread_term(q_h, &sd, dense_scale(d)))
+                        })
+                        .collect()
+                })
+                .collect()
+        } else {
+            vec![ln_n; g]
+        };
         filled(&qf, k, v, d, &tokens, &kbar, &vbar, &ln_n)
     } else {
         exact_all(&qf, k, v, d, &tokens)
@@ -498,6 +528,67 @@ fn mean_row(page: &[u16], d: usize) -> Vec<u16> {
     let mut out = Vec::new();
     mean_from_sums(&sums, n, &mut out);
     out
+}
+
+/// Per-dim standard deviation of a page's rows ([`sd_from_sums`]).
+fn sd_row(page: &[u16], d: usize) -> Vec<u16> {
+    let n = page.len() / d.max(1);
+    let mut sums = vec![0i64; d];
+    let mut squares = vec![0i128; d];
+    for row in page.chunks_exact(d) {
+        for ((s, q), &b) in sums.iter_mut().zip(squares.iter_mut()).zip(row) {
+            let x = i64::from(fx(b));
+            *s += x;
+            *q += i128::from(x) * i128::from(x);
+        }
+    }
+    let mut out = Vec::new();
+    sd_from_sums(&sums, &squares, n, &mut out);
+    out
+}
+
+/// fp16 bits of the population standard deviation of `n` rows with Fx
+/// sums `sums` and sums of squares `squares` (Q28): isqrt((n·Σx² −
+/// (Σx)²) / n²) in Fx; zeros when n = 0.
+pub fn sd_from_sums(sums: &[i64], squares: &[i128], n: usize, out: &mut Vec<u16>) {
+    out.clear();
+    let nn = n.max(1) as i128;
+    out.extend(sums.iter().zip(squares).map(|(&s, &q)| {
+        let var = ((nn * q - i128::from(s) * i128::from(s)) / (nn * nn)).max(0);
+        let sd = isqrt(var as u128).min(i32::MAX as u128) as i32;
+        f32_to_f16_bits(fx_to_f32(sd))
+    }));
+}
+
+/// ½·c²·Σ(q_i·σ_i)² in Q16 (saturating): the log-mass a page's spread adds
+/// to its mean logit under a Gaussian model of its keys.
+pub fn spread_term(q_h: &[i32], sd: &[u16], c: u32) -> i32 {
+    let s: u128 = q_h
+        .iter()
+        .zip(sd)
+        .map(|(&q, &b)| {
+            // Q14 · Q14 = Q28, back to Q14, squared: Q28.
+            let t = (i64::from(q) * i64::from(fx(b))) >> 14;
+            (t.unsigned_abs() as u128).saturating_mul(t.unsigned_abs() as u128)
+        })
+        .fold(0u128, u128::saturating_add);
+    // Q28 · Q32 (c²) = Q60; Q16 and the half: >> 45.
+    let c2 = u128::from(c) * u128::from(c);
+    (s.saturating_mul(c2) >> 45).min(i32::MAX as u128) as i32
+}
+
+/// A page's score from its mean key: logit(q, k̄) + ln n (the log-mass of
+/// n tokens at the mean logit; 0 rows score as one).
+pub fn mean_logit(q_h: &[i32], mean: &[u16], n: usize, c: u32) -> i32 {
+    logit(q_h, mean, c).saturating_add(ln_q16(n))
+}
+
+/// The Gaussian log-mass logit of a page: logit(q, k̄) + spread + ln n.
+pub fn gauss_logit(q_h: &[i32], mean: &[u16], sd: &[u16], n: usize) -> i32 {
+    let c = dense_scale(q_h.len());
+    logit(q_h, mean, c)
+        .saturating_add(spread_term(q_h, sd, c))
+        .saturating_add(ln_q16(n))
 }
 
 /// fp16 bits of the mean of `n` rows whose Fx sums are `sums`:
@@ -543,7 +634,7 @@ fn filled(
     tokens: &[u32],
     kbar: &[Vec<u16>],
     vbar: &[Vec<u16>],
-    ln_n: &[i32],
+    ln_n: &[Vec<i32>],
 ) -> Vec<i32> {
     let c = dense_scale(d);
     let n = tokens.len() + kbar.len();
@@ -551,7 +642,7 @@ fn filled(
     let mut logits = vec![0i32; n];
     let mut probs = vec![0u32; n];
     let mut acc = vec![0i64; d];
-    for (q_h, out_h) in qf.chunks_exact(d).zip(out.chunks_exact_mut(d)) {
+    for ((q_h, out_h), ln_n) in qf.chunks_exact(d).zip(out.chunks_exact_mut(d)).zip(ln_n) {
         for (l, &j) in logits.iter_mut().zip(tokens) {
             let j = j as usize;
             *l = logit(q_h, &k[j * d..(j + 1) * d], c);

@@ -43,7 +43,7 @@ use crate::reads::{Arrival, ReadQueue};
 use alloc::vec;
 use alloc::vec::Vec;
 use attention::engine as model;
-use attention::shape::{Guard, PagesParams, SparseParams};
+use attention::shape::{Guard, PageScore, PagesParams, SparseParams};
 use ftl::{Ftl, StreamId};
 use proto::Status;
 
@@ -491,27 +491,52 @@ fn select_pages<B: Engine>(
     let (s, g, d) = (job.s, job.g, job.d);
     let t = ix.page_tokens();
     let full = s / t;
-    let summaries = ix
-        .summaries
-        .get(..full * 2 * d)
-        .ok_or(Status::INTERNAL_ERROR)?;
     let mut logits = vec![0i32; g * full];
-    let mut rows = vec![0u16; full * d];
     let scale = [model::dense_scale(d)];
-    for h in 0..g {
-        let q_h = &job.q[h * d..(h + 1) * d];
-        for (row, summary) in rows.chunks_exact_mut(d).zip(summaries.chunks_exact(2 * d)) {
-            model::bound_row(q_h, summary, row);
+    match params.score {
+        PageScore::Bound => {
+            let summaries = ix
+                .summaries
+                .get(..full * 2 * d)
+                .ok_or(Status::INTERNAL_ERROR)?;
+            let mut rows = vec![0u16; full * d];
+            for h in 0..g {
+                let q_h = &job.q[h * d..(h + 1) * d];
+                for (row, summary) in rows.chunks_exact_mut(d).zip(summaries.chunks_exact(2 * d)) {
+                    model::bound_row(q_h, summary, row);
+                }
+                board.logits(LogitJob {
+                    queries: q_h,
+                    scales: &scale,
+                    rows: &rows,
+                    width: d,
+                    out: &mut logits[h * full..(h + 1) * full],
+                    out_stride: full,
+                    out_offset: 0,
+                });
+            }
         }
-        board.logits(LogitJob {
-            queries: q_h,
-            scales: &scale,
-            rows: &rows,
-            width: d,
-            out: &mut logits[h * full..(h + 1) * full],
-            out_stride: full,
-            out_offset: 0,
-        });
+        PageScore::Mean => {
+            // Every query head against the mean keys on the GeMV lanes,
+            // then + ln n per page.
+            let means = ix.mean_k.get(..full * d).ok_or(Status::INTERNAL_ERROR)?;
+            let rows = ix.mean_rows.get(..full).ok_or(Status::INTERNAL_ERROR)?;
+            board.logits(LogitJob {
+                queries: job.q,
+                scales: &vec![scale[0]; g],
+                rows: means,
+                width: d,
+                out: &mut logits,
+                out_stride: full,
+                out_offset: 0,
+            });
+            for l in logits.chunks_exact_mut(full.max(1)) {
+                for (x, &n) in l.iter_mut().zip(rows) {
+                    *x = x.saturating_add(model::ln_q16(n as usize));
+                }
+            }
+        }
+        PageScore::Gauss | PageScore::Exact => return Err(Status::INTERNAL_ERROR),
     }
     let probs = softmax_heads(board, &logits, g, full);
     let pages = model::select_pages_from_probs(&probs, g, params, |keys, k, out| {

@@ -348,17 +348,20 @@ fn pages_on_the_device_is_the_engine_model_bit_for_bit() {
     use crate::policy::{Compression, Policy, Selection};
     let s = 700;
     let dense = drive_long(&mut HostDense::engine(), Method::Dense, s);
-    for (similar, sink, c, fill) in [
-        (true, 4, "1/4", false),
-        (false, 0, "1/4", false),
-        (true, 0, "1/2", false),
-        (true, 4, "1/4", true),
-        (true, 4, "1", false),
+    use attention::shape::PageScore::{Bound, Mean};
+    for (similar, sink, c, fill, score) in [
+        (true, 4, "1/4", false, Bound),
+        (false, 0, "1/4", false, Bound),
+        (true, 0, "1/2", false, Bound),
+        (true, 4, "1/4", true, Bound),
+        (true, 4, "1/4", true, Mean),
+        (true, 4, "1", false, Mean),
     ] {
         let mut policy = Policy::new(Selection::Pages, c.parse::<Compression>().unwrap());
         policy.pages.similar = similar;
         policy.pages.sink = sink;
         policy.pages.fill = fill;
+        policy.pages.score = score;
         // d = 32 at 4 KiB: 64 tokens a page, 10 full pages.
         let m = policy.method(s, SHAPE.head_dim);
         let Method::Pages(p) = m else {

@@ -19,8 +19,9 @@ pub struct PagesArgs {
     #[arg(long, default_value_t = PagesSetting::DEFAULT.mass)]
     pages_mass: f64,
     /// `pages`: how a page is scored: bound (Quest's min/max bound), mean
-    /// (the page's mean key), exact (the page oracle: reads all of K).
-    #[arg(long, default_value = "bound", value_parser = ["bound", "mean", "exact"])]
+    /// (the page's mean key), gauss (mean key and per-dim spread: a
+    /// log-mass estimate), exact (the page oracle: reads all of K).
+    #[arg(long, default_value = "bound", value_parser = ["bound", "mean", "gauss", "exact"])]
     pages_score: String,
     /// `pages`: keep the prefill in time order instead of placing alike
     /// keys together (the placement's A/B).
@@ -49,6 +50,7 @@ impl PagesArgs {
             sink: self.pages_sink,
             score: match self.pages_score.as_str() {
                 "mean" => PageScore::Mean,
+                "gauss" => PageScore::Gauss,
                 "exact" => PageScore::Exact,
                 _ => PageScore::Bound,
             },

@@ -199,8 +199,10 @@ impl Backends {
 
     fn pick(&mut self, policy: &Policy, kind: EvalBackend) -> &mut dyn AttentionBackend {
         let sel = policy.selection;
-        let device_method = matches!(sel, Selection::Dense | Selection::SparF | Selection::Pages)
-            || sel.sparf_plus().is_some();
+        let device_method = matches!(
+            sel,
+            Selection::Dense | Selection::SparF | Selection::Pages | Selection::Quest
+        ) || sel.sparf_plus().is_some();
         #[cfg(target_os = "linux")]
         if let (Selection::Dense | Selection::Block, EvalBackend::Ssd, Some(ssd)) =
             (sel, kind, self.ssd.as_mut())
@@ -213,7 +215,9 @@ impl Backends {
                 // copy in the selection's basis.
                 csd.set_basis(sel.sparf_plus().map_or(BasisKind::Raw, |(b, _)| b));
                 csd.set_placement(match sel {
-                    Selection::Pages => policy.pages.placement(),
+                    Selection::Pages | Selection::Quest => {
+                        policy.pages.for_selection(sel).placement()
+                    }
                     _ => proto::Placement::TIME,
                 });
                 csd

@@ -388,14 +388,18 @@ pub fn run_generation(
     })
 }
 
-/// The drive runs dense and SparF.
+/// The drive runs dense, SparF, SparF+ and pages.
 fn check_device_method(policy: Policy) -> Result<(), RunError> {
     let sel = policy.selection;
-    if matches!(sel, Selection::Dense | Selection::SparF) || sel.sparf_plus().is_some() {
+    if matches!(
+        sel,
+        Selection::Dense | Selection::SparF | Selection::Pages | Selection::Quest
+    ) || sel.sparf_plus().is_some()
+    {
         Ok(())
     } else {
         Err(input(format!(
-            "the drive runs dense, sparf and the sparf+ methods; run {sel} with --backend host"
+            "the drive runs dense, sparf, the sparf+ methods and pages; run {sel} with --backend host"
         )))
     }
 }
@@ -410,6 +414,9 @@ fn on_drive<T: host_driver::transport::Transport>(
     let mut b = InStorage::new(array, 1);
     if let Some((basis, _)) = policy.selection.sparf_plus() {
         b.set_basis(basis);
+    }
+    if matches!(policy.selection, Selection::Pages | Selection::Quest) {
+        b.set_placement(policy.pages.for_selection(policy.selection).placement());
     }
     b.set_retry(p.retry);
     if p.host_copy {

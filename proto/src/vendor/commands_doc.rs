@@ -27,7 +27,7 @@ const PROMPT: u32 = 16;
 
 /// The flags with their names and what they do; together they are
 /// [`DecodeFlags::ALL`] (checked).
-const FLAGS: [(DecodeFlags, &str, &str); 3] = [
+const FLAGS: [(DecodeFlags, &str, &str); 4] = [
     (
         DecodeFlags::APPEND_KV,
         "APPEND_KV",
@@ -42,6 +42,11 @@ const FLAGS: [(DecodeFlags, &str, &str); 3] = [
         DecodeFlags::FILL,
         "FILL",
         "pages only: the pages not read join the softmax as their mean key and mean value",
+    ),
+    (
+        DecodeFlags::MEAN,
+        "MEAN",
+        "pages only: pages scored by their mean key (plus ln of their rows), not the min/max bound",
     ),
 ];
 

@@ -224,7 +224,8 @@ reject! {
 
     decode_submit_rejects_zero_ndt: dense |s| s.cdw10 = 0 => inv("ndt", 0);
     decode_submit_rejects_unknown_method: dense |s| s.cdw12 = 1 | 3 << 16 => ProtoError::UnsupportedMethod(3);
-    decode_submit_rejects_reserved_flags: dense |s| s.cdw12 |= 8 << 24 => res("flags", 9);
+    decode_submit_rejects_reserved_flags: dense |s| s.cdw12 |= 16 << 24 => res("flags", 17);
+    decode_submit_rejects_mean_on_dense: dense |s| s.cdw12 |= 8 << 24 => inv("flags", 9);
     decode_submit_rejects_fill_on_dense: dense |s| s.cdw12 |= 4 << 24 => inv("flags", 5);
     decode_submit_rejects_pages_without_pages: dense |s| s.cdw12 = 1 | 2 << 16 => inv("k (pages)", 0);
     decode_submit_rejects_pages_mass_over_one: dense |s| { s.cdw12 = 1 | 2 << 16; s.cdw15 = 4; s.cdw14 = 1001 } => inv("r (mass, thousandths)", 1001);
