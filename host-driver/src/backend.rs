@@ -10,6 +10,7 @@
 //! | [`SsdOffload`] | on the host, with the KV cache on a plain NVMe drive (standard Read/Write) |
 
 mod error;
+pub mod flash;
 mod gpu_staged;
 mod host_dense;
 mod in_storage;
@@ -19,6 +20,7 @@ mod rotation;
 mod ssd_offload;
 
 pub use error::BackendError;
+pub use flash::{FlashCount, FlashLayout};
 pub use gpu_staged::GpuStaged;
 pub use host_dense::{Arithmetic, GuardStats, HostDense};
 pub use in_storage::InStorage;
@@ -113,6 +115,13 @@ pub trait AttentionBackend {
     fn last_read_fraction(&self) -> Option<f64> {
         None
     }
+    /// The flash page reads and NAND-bus bytes of the last decode step
+    /// (every KV head of its layer) beside dense's at the same context:
+    /// measured by a drive, modelled by a host backend (see [`flash`]);
+    /// `None` where the backend has no flash to count.
+    fn last_flash(&self) -> Option<FlashCount> {
+        None
+    }
     /// Starts measuring the device work that follows; `None` for backends
     /// without a device.
     fn measure_begin(&mut self) -> Result<Option<Phase>, BackendError> {
@@ -139,5 +148,7 @@ pub fn to_f16_bits(xs: &[f32]) -> Vec<u16> {
         .collect()
 }
 
+#[cfg(test)]
+mod flash_tests;
 #[cfg(test)]
 mod tests;

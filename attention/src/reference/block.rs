@@ -20,6 +20,7 @@ use alloc::vec::Vec;
 
 use super::common::{argtopk, dot};
 use super::dense::dense;
+use super::trace::TokenTrace;
 use crate::error::AttentionError;
 use crate::shape::{BlockParams, GroupShape};
 
@@ -131,12 +132,25 @@ pub fn block_sparse(
     shape: GroupShape,
     p: BlockParams,
 ) -> Result<Vec<f32>, AttentionError> {
+    block_sparse_traced(q, k, v, shape, p).map(|t| t.out)
+}
+
+/// [`block_sparse`] with the tokens it attended (every token when the
+/// budget covers the context).
+pub fn block_sparse_traced(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    shape: GroupShape,
+    p: BlockParams,
+) -> Result<TokenTrace, AttentionError> {
     shape.check_inputs(q.len(), k.len(), v.len())?;
     p.validate()?;
     let d = shape.head_dim;
     let tokens = block_select(q, k, shape, p);
     if tokens.len() * d == k.len() {
-        return dense(q, k, v, shape);
+        let out = dense(q, k, v, shape)?;
+        return Ok(TokenTrace { out, tokens });
     }
     let gather = |x: &[f32]| -> Vec<f32> {
         tokens
@@ -144,7 +158,8 @@ pub fn block_sparse(
             .flat_map(|&t| x[t as usize * d..(t as usize + 1) * d].iter().copied())
             .collect()
     };
-    dense(q, &gather(k), &gather(v), shape)
+    let out = dense(q, &gather(k), &gather(v), shape)?;
+    Ok(TokenTrace { out, tokens })
 }
 
 #[cfg(test)]
@@ -205,7 +220,26 @@ mod tests {
         assert!(blocks.contains(&5), "the best block");
         assert!(kept.windows(2).all(|w| w[0] < w[1]));
         let v = draw(&mut rng, s * d);
-        assert!(block_sparse(&q, &k, &v, shape, p).is_ok());
+        let traced = block_sparse_traced(&q, &k, &v, shape, p).unwrap();
+        assert_eq!(traced.tokens, kept);
+        assert_eq!(traced.out, block_sparse(&q, &k, &v, shape, p).unwrap());
+        // The output is dense over exactly the traced tokens.
+        let gather = |x: &[f32]| -> Vec<f32> {
+            kept.iter()
+                .flat_map(|&t| x[t as usize * d..(t as usize + 1) * d].to_vec())
+                .collect()
+        };
+        assert_eq!(
+            traced.out,
+            dense(&q, &gather(&k), &gather(&v), shape).unwrap()
+        );
+        let all = BlockParams {
+            block: 32,
+            budget: s,
+        };
+        let every = block_sparse_traced(&q, &k, &v, shape, all).unwrap();
+        assert_eq!(every.tokens, (0..s as u32).collect::<Vec<_>>());
+        assert_eq!(every.out, dense(&q, &k, &v, shape).unwrap());
         assert!(
             block_sparse(
                 &q,

@@ -14,17 +14,19 @@ mod common;
 mod dense;
 mod heads;
 mod sparse;
+mod trace;
 mod window;
 
 pub use basis::Basis;
 pub use block::{
-    REPS, block_score, block_select, block_sparse, fixed_blocks, representative_keys,
-    representatives, select_blocks,
+    REPS, block_score, block_select, block_sparse, block_sparse_traced, fixed_blocks,
+    representative_keys, representatives, select_blocks,
 };
 pub use dense::dense;
 pub use heads::attend_heads;
 pub use sparse::{
-    SparqTrace, SparseSelection, SparseTrace, oracle, sparf, sparf_finish, sparf_plus,
-    sparf_select, sparf_select_guarded, sparf_traced, sparq, sparq_traced,
+    SparqTrace, SparseSelection, SparseTrace, oracle, oracle_traced, sparf, sparf_finish,
+    sparf_plus, sparf_select, sparf_select_guarded, sparf_traced, sparq, sparq_traced,
 };
-pub use window::{H2o, local};
+pub use trace::TokenTrace;
+pub use window::{H2o, local, local_traced};

@@ -6,6 +6,7 @@ use alloc::vec::Vec;
 
 use super::common::{argtopk, dot, softmax};
 use super::dense::weighted_sum;
+use super::trace::TokenTrace;
 use crate::error::AttentionError;
 use crate::math::sqrt;
 use crate::shape::{GroupShape, SparseParams};
@@ -251,6 +252,17 @@ pub fn oracle(
     shape: GroupShape,
     k_tokens: usize,
 ) -> Result<Vec<f32>, AttentionError> {
+    oracle_traced(q, k, v, shape, k_tokens).map(|t| t.out)
+}
+
+/// [`oracle`] with the tokens it chose (and attended).
+pub fn oracle_traced(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    shape: GroupShape,
+    k_tokens: usize,
+) -> Result<TokenTrace, AttentionError> {
     let s = shape.check_inputs(q.len(), k.len(), v.len())?;
     let d = shape.head_dim;
     let scale = 1.0 / sqrt(d as f64);
@@ -268,7 +280,8 @@ pub fn oracle(
             .flat_map(|&j| row(x, j, d).iter().copied())
             .collect()
     };
-    super::dense(q, &gather(k), &gather(v), shape)
+    let out = super::dense(q, &gather(k), &gather(v), shape)?;
+    Ok(TokenTrace { out, tokens })
 }
 
 /// SparQ: every query head of the group independently picks its own r dims
@@ -289,17 +302,17 @@ pub struct SparqTrace {
     /// `[g][d]` outputs.
     pub out: Vec<f32>,
     /// Dims chosen by at least one query head (the K columns the group
-    /// reads for its approximate scores).
-    pub union_dims: usize,
+    /// reads for its approximate scores), ascending.
+    pub dims: Vec<u16>,
     /// Tokens chosen by at least one query head (the K and V rows the
-    /// group reads).
-    pub union_tokens: usize,
+    /// group reads), ascending.
+    pub tokens: Vec<u32>,
 }
 
 impl SparqTrace {
-    /// K and V elements the group reads: `union_dims·S + 2·union_tokens·d`.
+    /// K and V elements the group reads: `|dims|·S + 2·|tokens|·d`.
     pub fn read_elements(&self, s: usize, d: usize) -> usize {
-        self.union_dims * s + 2 * self.union_tokens * d
+        self.dims.len() * s + 2 * self.tokens.len() * d
     }
 }
 
@@ -331,10 +344,17 @@ pub fn sparq_traced(
         }
         out.extend(t.out);
     }
+    let chosen = |set: &[bool]| -> Vec<usize> { (0..set.len()).filter(|&i| set[i]).collect() };
     Ok(SparqTrace {
         out,
-        union_dims: dims.iter().filter(|&&x| x).count(),
-        union_tokens: tokens.iter().filter(|&&x| x).count(),
+        dims: chosen(&dims)
+            .into_iter()
+            .filter_map(|i| u16::try_from(i).ok())
+            .collect(),
+        tokens: chosen(&tokens)
+            .into_iter()
+            .filter_map(|j| u32::try_from(j).ok())
+            .collect(),
     })
 }
 
@@ -494,7 +514,22 @@ mod tests {
             .map(|(a, b)| (a - b).abs())
             .fold(0f32, f32::max);
         assert!(err < 1e-6, "{err}");
-        assert!(oracle(&q, &k, &v, shape, 5).is_ok());
+        let five = oracle_traced(&q, &k, &v, shape, 5).unwrap();
+        assert_eq!(five.out, oracle(&q, &k, &v, shape, 5).unwrap());
+        assert_eq!(five.tokens.len(), 5);
+        assert!(five.tokens.windows(2).all(|w| w[0] < w[1]));
+        // Dense over exactly the traced tokens.
+        let gather = |x: &[f32]| -> Vec<f32> {
+            five.tokens
+                .iter()
+                .flat_map(|&j| row(x, j, d).to_vec())
+                .collect()
+        };
+        assert_eq!(
+            five.out,
+            dense(&q, &gather(&k), &gather(&v), shape).unwrap()
+        );
+        assert_eq!(oracle_traced(&q, &k, &v, shape, s).unwrap().tokens.len(), s);
     }
 
     #[test]
@@ -579,6 +614,12 @@ mod tests {
         // from (1 − α)·v̄ alone.
         assert!(sf.out[4 + 1] < 0.4, "{:?}", sf.out);
         assert!(sq[1] < 0.2 && sq[0] > 0.5);
+        // The group reads the union: each head its own dim and token.
+        let t = sparq_traced(&q, &k, &v, shape, p).unwrap();
+        assert_eq!(t.out, sq);
+        assert_eq!(t.dims, [0, 1]);
+        assert_eq!(t.tokens, [0, 1]);
+        assert_eq!(t.read_elements(3, d), 2 * 3 + 2 * 2 * d);
     }
 
     #[test]

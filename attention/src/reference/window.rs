@@ -6,6 +6,7 @@ use alloc::vec::Vec;
 
 use super::common::{dot, softmax};
 use super::dense::weighted_sum;
+use super::trace::TokenTrace;
 use crate::error::AttentionError;
 use crate::math::sqrt;
 use crate::shape::{GroupShape, H2oParams};
@@ -18,10 +19,26 @@ pub fn local(
     shape: GroupShape,
     window: usize,
 ) -> Result<Vec<f32>, AttentionError> {
+    local_traced(q, k, v, shape, window).map(|t| t.out)
+}
+
+/// [`local`] with the tokens it attended: the last `window` (at least
+/// one, at most all).
+pub fn local_traced(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    shape: GroupShape,
+    window: usize,
+) -> Result<TokenTrace, AttentionError> {
     let s = shape.check_inputs(q.len(), k.len(), v.len())?;
     let d = shape.head_dim;
-    let from = s.saturating_sub(window.max(1)) * d;
-    super::dense(q, &k[from..], &v[from..], shape)
+    let first = s.saturating_sub(window.max(1));
+    let out = super::dense(q, &k[first * d..], &v[first * d..], shape)?;
+    Ok(TokenTrace {
+        out,
+        tokens: (first as u32..s as u32).collect(),
+    })
 }
 
 /// H2O's state for one KV group: the accumulated attention of every token
@@ -58,6 +75,19 @@ impl H2o {
         shape: GroupShape,
         p: H2oParams,
     ) -> Result<Vec<f32>, AttentionError> {
+        self.step_traced(q, k, v, shape, p).map(|t| t.out)
+    }
+
+    /// [`Self::step`] with the tokens it attended: those cached when the
+    /// step began (eviction happens after).
+    pub fn step_traced(
+        &mut self,
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+        shape: GroupShape,
+        p: H2oParams,
+    ) -> Result<TokenTrace, AttentionError> {
         let s = shape.check_inputs(q.len(), k.len(), v.len())?;
         p.validate()?;
         self.scores.resize(s, 0.0);
@@ -79,7 +109,10 @@ impl H2o {
             out.extend(weighted_sum(&probs, rows, d).iter().map(|&x| x as f32));
         }
         self.evict(s, p);
-        Ok(out)
+        Ok(TokenTrace {
+            out,
+            tokens: kept.iter().filter_map(|&j| u32::try_from(j).ok()).collect(),
+        })
     }
 
     fn evict(&mut self, s: usize, p: H2oParams) {
@@ -123,6 +156,14 @@ mod tests {
             local(&q, &k, &v, shape(), 99).unwrap(),
             dense(&q, &k, &v, shape()).unwrap()
         );
+        let t = local_traced(&q, &k, &v, shape(), 2).unwrap();
+        assert_eq!(t.tokens, [2, 3]);
+        assert_eq!(t.out, got);
+        assert_eq!(
+            local_traced(&q, &k, &v, shape(), 99).unwrap().tokens,
+            [0, 1, 2, 3]
+        );
+        assert_eq!(local_traced(&q, &k, &v, shape(), 0).unwrap().tokens, [3]);
     }
 
     #[test]
@@ -152,6 +193,15 @@ mod tests {
         assert!((second[0] - want[0]).abs() < 1e-6);
         assert_eq!(st.cached(), 2);
         assert!(st.alive[1] && st.alive[3]);
+        // The traced step attends the same tokens with the same bits: a
+        // twin state run traced reports the cached tokens of each step.
+        let mut twin = H2o::new();
+        let t1 = twin.step_traced(&q, &k[..6], &v[..6], shape(), p).unwrap();
+        assert_eq!(t1.tokens, [0, 1, 2]);
+        assert_eq!(t1.out, first);
+        let t2 = twin.step_traced(&q, &k, &v, shape(), p).unwrap();
+        assert_eq!(t2.tokens, [1, 2, 3]);
+        assert_eq!(t2.out, second);
     }
 
     #[test]

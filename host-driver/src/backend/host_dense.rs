@@ -7,12 +7,17 @@
 //! the inputs the device sees. The reference runs every method, SparQ,
 //! local window and H2O (with its per-head eviction state) included; the
 //! engine model runs what the device runs: dense and SparF.
+//!
+//! Every step also counts what the drive would read for it
+//! ([`super::flash`]): the tokens and dims each method chose, on the
+//! drive's page layout, beside dense at the same context.
 
 use std::collections::HashMap;
 
 use attention::shape::{BasisKind, GroupShape, Method};
-use attention::{engine, reference};
+use attention::{AttentionError, engine, reference};
 
+use super::flash::{FlashCount, FlashLayout, ReadSet, Reads};
 use super::lengths::Lengths;
 use super::{AttentionBackend, BackendError, DecodeStep, ModelShape, round_f16, to_f16_bits};
 
@@ -142,6 +147,10 @@ pub struct HostDense {
     kv: HashMap<u32, Vec<Vec<HeadKv>>>,
     /// What the last SparQ or SparF+ step read, as a fraction of dense.
     last_read: Option<f64>,
+    /// The drive's layout the flash reads are counted on.
+    flash: FlashLayout,
+    /// The last step's flash reads.
+    last_flash: Option<FlashCount>,
     /// What the guardrail did.
     pub guard: GuardStats,
     /// The drive's transfer limit (bytes; 0: [`DEFAULT_APPEND_LIMIT`]): an
@@ -222,6 +231,12 @@ impl HostDense {
         self.arithmetic
     }
 
+    /// Counts flash reads on `layout` (the drive's page size and dim
+    /// group; [`FlashLayout::DEFAULT`] until set).
+    pub fn set_flash_layout(&mut self, layout: FlashLayout) {
+        self.flash = layout;
+    }
+
     fn heads_mut(&mut self, seq: u32, layer: usize) -> Result<&mut Vec<HeadKv>, BackendError> {
         self.kv
             .get_mut(&seq)
@@ -295,6 +310,7 @@ impl AttentionBackend for HostDense {
                 0 => DEFAULT_APPEND_LIMIT,
                 n => n,
             };
+            let layout = self.flash;
             let mut guard = self.guard;
             let heads = self.heads_mut(step.seq, step.layer)?;
             let mut out = Vec::with_capacity(q.len());
@@ -304,17 +320,52 @@ impl AttentionBackend for HostDense {
             };
             let mut read = 0usize;
             let (mut pages_read, mut pages_all) = (0usize, 0usize);
+            let mut flash = Reads::default();
             let n_heads = heads.len();
+            step.method.validate(d)?;
             for (h, hk) in heads.iter_mut().enumerate() {
                 let q_g = &q[h * g * d..(h + 1) * g * d];
-                match (arithmetic, step.method) {
+                let set = match (arithmetic, step.method) {
+                    (Arithmetic::Reference, Method::Dense) => {
+                        out.extend(reference::dense(q_g, &hk.k, &hk.v, group)?);
+                        ReadSet::All
+                    }
                     (Arithmetic::Reference, Method::SparQ(p)) => {
                         let t = reference::sparq_traced(q_g, &hk.k, &hk.v, group, p)?;
                         read += t.read_elements(s, d);
                         out.extend(t.out);
+                        ReadSet::Sparse {
+                            dims: t.dims,
+                            tokens: t.tokens,
+                        }
+                    }
+                    (Arithmetic::Reference, Method::SparF(p)) => {
+                        let t = reference::sparf_traced(q_g, &hk.k, &hk.v, group, p)?;
+                        out.extend(t.out);
+                        ReadSet::Sparse {
+                            dims: t.dims,
+                            tokens: t.tokens,
+                        }
+                    }
+                    (Arithmetic::Reference, Method::Local { window }) => {
+                        let t = reference::local_traced(q_g, &hk.k, &hk.v, group, window)?;
+                        out.extend(t.out);
+                        ReadSet::Tokens(t.tokens)
                     }
                     (Arithmetic::Reference, Method::H2o(p)) => {
-                        out.extend(hk.h2o.step(q_g, &hk.k, &hk.v, group, p)?);
+                        let t = hk.h2o.step_traced(q_g, &hk.k, &hk.v, group, p)?;
+                        out.extend(t.out);
+                        ReadSet::Tokens(t.tokens)
+                    }
+                    (Arithmetic::Reference, Method::Block(p)) => {
+                        let t = reference::block_sparse_traced(q_g, &hk.k, &hk.v, group, p)?;
+                        out.extend(t.out);
+                        ReadSet::Tokens(t.tokens)
+                    }
+                    (Arithmetic::Reference, Method::Oracle { k }) => {
+                        let t = reference::oracle_traced(q_g, &hk.k, &hk.v, group, k)?;
+                        out.extend(t.out);
+                        ReadSet::AllKeys(t.tokens)
                     }
                     (Arithmetic::Reference, Method::SparFPlus(o)) => {
                         hk.sync_basis(o.basis, d, arithmetic);
@@ -327,6 +378,30 @@ impl AttentionBackend for HostDense {
                         read += o.p.r * s + 2 * t.tokens.len() * d;
                         guard.count(t.tokens.len(), o.p.k.min(s), d);
                         out.extend(t.out);
+                        ReadSet::Sparse {
+                            dims: t.dims,
+                            tokens: t.tokens,
+                        }
+                    }
+                    (Arithmetic::Engine, Method::Dense) => {
+                        let raw =
+                            engine::dense_group(&to_f16_bits(q_g), &hk.k_bits, &hk.v_bits, group)?;
+                        out.extend(raw.into_iter().map(engine::fx_to_f32));
+                        ReadSet::All
+                    }
+                    (Arithmetic::Engine, Method::SparF(p)) => {
+                        let t = engine::sparf_group(
+                            &to_f16_bits(q_g),
+                            &hk.k_bits,
+                            &hk.v_bits,
+                            group,
+                            p,
+                        )?;
+                        out.extend(t.out.into_iter().map(engine::fx_to_f32));
+                        ReadSet::Sparse {
+                            dims: t.dims,
+                            tokens: t.tokens,
+                        }
                     }
                     (Arithmetic::Engine, Method::SparFPlus(o)) => {
                         let q_bits = to_f16_bits(q_g);
@@ -352,6 +427,10 @@ impl AttentionBackend for HostDense {
                         read += o.p.r * s + 2 * t.tokens.len() * d;
                         guard.count(t.tokens.len(), o.p.k.min(s), d);
                         out.extend(t.out.into_iter().map(engine::fx_to_f32));
+                        ReadSet::Sparse {
+                            dims: t.dims,
+                            tokens: t.tokens,
+                        }
                     }
                     // The drive's method: the engine model in both modes.
                     (_, Method::Pages(p)) => {
@@ -370,25 +449,36 @@ impl AttentionBackend for HostDense {
                         pages_read += t.pages.len();
                         pages_all += full;
                         out.extend(t.out.into_iter().map(engine::fx_to_f32));
+                        ReadSet::Pages {
+                            pages: t.pages.len(),
+                            page_tokens: p.page_tokens,
+                        }
                     }
-                    (Arithmetic::Reference, method) => out.extend(reference::attend_heads(
-                        method, q_g, &hk.k, &hk.v, g, 1, s, d,
-                    )?),
-                    (Arithmetic::Engine, method) => {
-                        let raw = engine::attend_heads(
-                            method,
-                            &to_f16_bits(q_g),
-                            &hk.k_bits,
-                            &hk.v_bits,
-                            g,
-                            1,
-                            s,
-                            d,
-                        )?;
-                        out.extend(raw.into_iter().map(engine::fx_to_f32));
+                    // The engine model runs what the drive runs.
+                    (
+                        Arithmetic::Engine,
+                        Method::SparQ(_)
+                        | Method::Local { .. }
+                        | Method::H2o(_)
+                        | Method::Block(_)
+                        | Method::Oracle { .. },
+                    ) => {
+                        return Err(AttentionError::Unsupported {
+                            method: step.method.name(),
+                        }
+                        .into());
                     }
-                }
+                };
+                flash += layout.reads(&set, s, d);
             }
+            let dense = layout.dense(s, d);
+            self.last_flash = Some(FlashCount::new(
+                flash,
+                Reads {
+                    pages: dense.pages * n_heads as u64,
+                    bytes: dense.bytes * n_heads as u64,
+                },
+            ));
             self.guard = guard;
             self.last_read = match step.method {
                 Method::SparQ(_) | Method::SparFPlus(_) => {
@@ -412,6 +502,10 @@ impl AttentionBackend for HostDense {
 
     fn last_read_fraction(&self) -> Option<f64> {
         self.last_read
+    }
+
+    fn last_flash(&self) -> Option<FlashCount> {
+        self.last_flash
     }
 
     fn name(&self) -> &str {

@@ -3,6 +3,13 @@
 //! batch is submitted in full (every step, every device) before any result
 //! is fetched.
 //!
+//! Each step's flash cost is the drive's own report (pages read, bytes
+//! through the engine), set beside dense's at the same context from the
+//! layout model ([`super::flash`]) on each drive's page size: dense's
+//! measured page fraction is 1 exactly when the drive reads what the model
+//! says (it does while its DRAM group buffers fit; under pressure it writes
+//! partial pages, which dense then reads too).
+//!
 //! Positions are tracked on the host per (sequence, layer). A failed batch
 //! is retried, and recomputed on the host where the backend keeps a copy:
 //! see [`super::recovery`] for the policy. A step that still fails leaves
@@ -17,6 +24,7 @@ use crate::csd::{Approx, CsdError, DecodeOutput, RetryPolicy};
 use crate::measure::{Phase, PhaseCounters};
 use crate::transport::Transport;
 
+use super::flash::{FlashCount, FlashLayout, Reads};
 use super::lengths::Lengths;
 use super::recovery::Recovery;
 use super::{
@@ -42,6 +50,8 @@ pub struct InStorage<T: Transport> {
     /// Sequences served from the host copy since the drive failed them.
     moved: HashSet<u32>,
     recovery: Recovery,
+    /// The last step's flash reads.
+    last_flash: Option<FlashCount>,
 }
 
 impl<T: Transport> InStorage<T> {
@@ -59,6 +69,7 @@ impl<T: Transport> InStorage<T> {
             host_copy: None,
             moved: HashSet::new(),
             recovery: Recovery::default(),
+            last_flash: None,
         }
     }
 
@@ -77,7 +88,9 @@ impl<T: Transport> InStorage<T> {
                 "a host copy must be kept from before the first sequence is opened".into(),
             ));
         }
-        self.host_copy = Some(HostDense::engine());
+        let mut copy = HostDense::engine();
+        copy.set_flash_layout(self.layout(0));
+        self.host_copy = Some(copy);
         Ok(())
     }
 
@@ -152,6 +165,37 @@ impl<T: Transport> InStorage<T> {
     /// (the PAGES method's layout; see `proto::Placement`).
     pub fn set_placement(&mut self, placement: proto::Placement) {
         self.placement = placement;
+    }
+
+    /// The layout of device `i`'s streams (its page size, this backend's
+    /// dim group).
+    fn layout(&self, i: usize) -> FlashLayout {
+        let page_bytes = self
+            .array
+            .devices()
+            .get(i)
+            .map_or(FlashLayout::DEFAULT.page_bytes, |c| c.info().caps.page_size);
+        FlashLayout {
+            page_bytes,
+            dim_group: self.dim_group,
+        }
+    }
+
+    /// What dense reads of `seq` at `s` tokens of dimension `d`, summed over
+    /// the devices holding its KV heads.
+    fn dense_reads(&self, seq: u32, s: usize, d: usize) -> Reads {
+        let Some(ranges) = self.array.head_ranges(seq) else {
+            return Reads::default();
+        };
+        let mut total = Reads::default();
+        for (i, r) in ranges.iter().enumerate() {
+            let one = self.layout(i).dense(s, d);
+            total += Reads {
+                pages: one.pages * r.len() as u64,
+                bytes: one.bytes * r.len() as u64,
+            };
+        }
+        total
     }
 
     /// The array (statistics, timing).
@@ -237,7 +281,9 @@ impl<T: Transport> AttentionBackend for InStorage<T> {
 
     fn decode(&mut self, batch: &[DecodeStep<'_>]) -> Result<Vec<Vec<f32>>, BackendError> {
         self.lengths.check_batch(batch)?;
+        self.last_flash = None;
         let mut outs: Vec<Option<Vec<f32>>> = vec![None; batch.len()];
+        let mut flash: Vec<Option<FlashCount>> = vec![None; batch.len()];
         let (on_drive, on_host): (Vec<usize>, Vec<usize>) =
             (0..batch.len()).partition(|&i| !self.moved.contains(&batch[i].seq));
         if !on_host.is_empty() {
@@ -246,6 +292,9 @@ impl<T: Transport> AttentionBackend for InStorage<T> {
             self.recovery.steps_on_host += steps.len() as u64;
             for (&i, o) in on_host.iter().zip(o) {
                 outs[i] = Some(o);
+            }
+            if let (Some(&i), Some(h)) = (on_host.last(), &self.host_copy) {
+                flash[i] = h.last_flash();
             }
         }
         let steps: Vec<DecodeStep<'_>> = on_drive.iter().map(|&i| batch[i]).collect();
@@ -258,8 +307,13 @@ impl<T: Transport> AttentionBackend for InStorage<T> {
             position: u32,
         }
         let mut wire = Vec::with_capacity(batch.len());
+        // Dense's reads at each step's context, while every sequence is open.
+        let mut dense = Vec::with_capacity(batch.len());
         for s in &steps {
             let len = self.lengths.len(s.seq, s.layer)?;
+            let tokens = len + usize::from(s.kv_new.is_some());
+            let d = self.lengths.shape(s.seq)?.head_dim;
+            dense.push(self.dense_reads(s.seq, tokens, d));
             // With a new token it lands at `len`; otherwise the query is the last token.
             let position = if s.kv_new.is_some() { len } else { len - 1 };
             // A rotated sequence: the new key first (it may choose the
@@ -299,17 +353,23 @@ impl<T: Transport> AttentionBackend for InStorage<T> {
         let mut results = self.array.decode_batch_each(&reqs);
         self.rerun_failed(&reqs, &mut results);
         let mut first_err = None;
-        for ((&i, s), r) in on_drive.iter().zip(&steps).zip(results) {
-            match r.map(|o| o.out) {
+        for (((&i, s), r), dense) in on_drive.iter().zip(&steps).zip(results).zip(&dense) {
+            match r {
                 Ok(o) => {
                     if let (Some(h), Some((k, v))) = (&mut self.host_copy, s.kv_new) {
                         h.append(s.seq, s.layer, k, v)?;
                     }
-                    outs[i] = Some(o);
+                    let measured = Reads {
+                        pages: u64::from(o.report.pages_read),
+                        bytes: o.report.engine_bytes,
+                    };
+                    flash[i] = Some(FlashCount::new(measured, *dense));
+                    outs[i] = Some(o.out);
                 }
                 Err(_) if self.host_copy.is_some() => {
                     self.move_to_host(s.seq);
                     outs[i] = self.host_decode(std::slice::from_ref(s))?.pop();
+                    flash[i] = self.host_copy.as_ref().and_then(HostDense::last_flash);
                     self.recovery.steps_recomputed += 1;
                 }
                 Err(e) => {
@@ -326,6 +386,7 @@ impl<T: Transport> AttentionBackend for InStorage<T> {
         if let Some(e) = first_err {
             return Err(e.into());
         }
+        self.last_flash = flash.last().copied().flatten();
         outs.into_iter()
             .map(|o| o.ok_or_else(|| BackendError::Shape("a decode step got no output".into())))
             .collect()
@@ -341,6 +402,10 @@ impl<T: Transport> AttentionBackend for InStorage<T> {
             self.array.close(seq)?;
         }
         Ok(())
+    }
+
+    fn last_flash(&self) -> Option<FlashCount> {
+        self.last_flash
     }
 
     fn measure_begin(&mut self) -> Result<Option<Phase>, BackendError> {

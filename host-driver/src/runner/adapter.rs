@@ -21,6 +21,10 @@ pub struct BackendAttention<'a> {
     /// Σ over decode steps of the fraction of dense's KV elements read.
     read_fraction_sum: f64,
     steps: usize,
+    /// Σ and count over decode steps with a flash count (and a dense page
+    /// to compare with): page reads and bus bytes over dense's.
+    page_fraction: Mean,
+    bus_fraction: Mean,
     /// Per-layer k (`policy.per_layer`).
     plan: Option<LayerPlan>,
 }
@@ -53,6 +57,8 @@ impl<'a> BackendAttention<'a> {
             lens: vec![0; shape.layers],
             read_fraction_sum: 0.0,
             steps: 0,
+            page_fraction: Mean::default(),
+            bus_fraction: Mean::default(),
             plan: policy.per_layer.then(|| LayerPlan::new(shape.layers)),
         })
     }
@@ -79,6 +85,19 @@ impl<'a> BackendAttention<'a> {
         } else {
             self.read_fraction_sum / self.steps as f64
         }
+    }
+
+    /// Mean over decode steps of the flash pages read ÷ dense's (see
+    /// [`crate::backend::flash`]); `None` if the backend counts no flash or
+    /// dense read no page at any step.
+    pub fn mean_page_fraction(&self) -> Option<f64> {
+        self.page_fraction.get()
+    }
+
+    /// Mean over decode steps of the NAND-bus bytes ÷ dense's; `None` as
+    /// for [`Self::mean_page_fraction`].
+    pub fn mean_bus_fraction(&self) -> Option<f64> {
+        self.bus_fraction.get()
     }
 
     /// The per-layer plan, if the policy asks for one.
@@ -147,7 +166,31 @@ impl Attention for BackendAttention<'_> {
             .last_read_fraction()
             .unwrap_or_else(|| self.policy.read_fraction(s, d));
         self.steps += 1;
+        if let Some(f) = self.backend.last_flash() {
+            self.page_fraction.add(f.page_fraction());
+            self.bus_fraction.add(f.bus_fraction());
+        }
         out.pop()
             .ok_or_else(|| "the backend returned no output".into())
+    }
+}
+
+/// A running mean of the values that exist.
+#[derive(Clone, Copy, Debug, Default)]
+struct Mean {
+    sum: f64,
+    n: usize,
+}
+
+impl Mean {
+    fn add(&mut self, x: Option<f64>) {
+        if let Some(x) = x {
+            self.sum += x;
+            self.n += 1;
+        }
+    }
+
+    fn get(&self) -> Option<f64> {
+        (self.n > 0).then(|| self.sum / self.n as f64)
     }
 }

@@ -9,15 +9,21 @@
 //! (from the prefill's last logits, the same for every method), the others
 //! come from N − 1 decode steps whose attention runs on the method's
 //! backend. Per method and compression: mean NLL, its standard error over
-//! scored tokens, perplexity, top-1 agreement with dense, and the measured
-//! fraction of dense's KV elements read per step.
+//! scored tokens, perplexity, top-1 agreement with dense, and per decode
+//! step what was read as a fraction of dense at the same context: KV
+//! elements (`read_fraction`, SparQ's accounting), flash page reads
+//! (`page_fraction`) and NAND-bus bytes (`bus_fraction`). The flash
+//! fractions are the drive's own counts on `--backend csd` and the layout
+//! model of `host_driver::backend::flash` on the host backends (and for the
+//! methods the drive does not run); docs/accounting.md says how each is
+//! counted.
 
 use std::time::Instant;
 
 use attention::shape::BasisKind;
 use model::{Logits, Model};
 
-use host_driver::backend::{AttentionBackend, HostDense, InStorage, ModelShape};
+use host_driver::backend::{AttentionBackend, FlashLayout, HostDense, InStorage, ModelShape};
 use host_driver::policy::{Compression, Policy, Selection};
 use host_driver::runner::{BackendAttention, KvRecorder, argmax};
 use host_driver::transport::SimTransport;
@@ -25,6 +31,10 @@ use host_driver::transport::SimTransport;
 use super::sim::sim_array;
 use super::ssd::SsdSetup;
 use super::{RunError, input};
+
+/// Dims per dim page of the simulated drives' dim-indexed K copy (and of
+/// the host's flash model).
+pub const DIM_GROUP: u8 = 1;
 
 /// Where the device methods (dense, SparF) run; the others always run on
 /// the host reference.
@@ -106,6 +116,12 @@ pub struct EvalRow {
     pub top1_agree: f64,
     /// Mean fraction of dense's KV elements read per decode step.
     pub read_fraction: f64,
+    /// Mean flash page reads per decode step over dense's (whole pages,
+    /// dim pages included); `None` where no flash is counted (the SSD
+    /// backend, or a CSV written before the column existed).
+    pub page_fraction: Option<f64>,
+    /// Mean NAND-bus bytes per decode step (after the filter) over dense's.
+    pub bus_fraction: Option<f64>,
     /// Wall time spent in this configuration's decode steps, seconds.
     pub wall_s: f64,
     /// The guardrail (SparF+ with a guard): fraction of KV-head steps
@@ -115,8 +131,11 @@ pub struct EvalRow {
 }
 
 impl EvalRow {
-    /// The CSV header.
-    pub const CSV_HEADER: &'static str =
+    /// The CSV header (an empty flash fraction: not counted).
+    pub const CSV_HEADER: &'static str = "method,compression,backend,tokens,nll,nll_stderr,ppl,top1_agree,read_fraction,page_fraction,bus_fraction,wall_s";
+
+    /// The header of CSVs written before the flash fractions; still read.
+    pub const CSV_HEADER_V1: &'static str =
         "method,compression,backend,tokens,nll,nll_stderr,ppl,top1_agree,read_fraction,wall_s";
 
     /// One CSV line (dense has compression 1).
@@ -125,8 +144,9 @@ impl EvalRow {
             Selection::Dense => 1.0,
             _ => self.policy.compression.get(),
         };
+        let opt = |x: Option<f64>| x.map_or(String::new(), |x| format!("{x:.4}"));
         format!(
-            "{},{},{},{},{:.6},{:.6},{:.4},{:.4},{:.4},{:.1}",
+            "{},{},{},{},{:.6},{:.6},{:.4},{:.4},{:.4},{},{},{:.1}",
             self.policy.selection,
             c,
             self.backend,
@@ -136,6 +156,8 @@ impl EvalRow {
             self.ppl,
             self.top1_agree,
             self.read_fraction,
+            opt(self.page_fraction),
+            opt(self.bus_fraction),
             self.wall_s
         )
     }
@@ -144,16 +166,38 @@ impl EvalRow {
 impl EvalRow {
     /// Parses one line written by [`EvalRow::csv`].
     pub fn parse_csv(line: &str) -> Result<Self, String> {
+        Self::parse_fields(line, true)
+    }
+
+    /// Parses one line of a CSV with `flash` columns or without
+    /// ([`Self::CSV_HEADER_V1`]).
+    fn parse_fields(line: &str, flash: bool) -> Result<Self, String> {
         let f: Vec<&str> = line.trim().split(',').collect();
-        if f.len() != 10 {
-            return Err(format!("expected 10 fields, found {}: `{line}`", f.len()));
+        let want = if flash { 12 } else { 10 };
+        if f.len() != want {
+            return Err(format!(
+                "expected {want} fields, found {}: `{line}`",
+                f.len()
+            ));
         }
         let num = |i: usize| -> Result<f64, String> {
             f[i].parse::<f64>()
                 .map_err(|_| format!("field {} `{}` is not a number", i + 1, f[i]))
         };
+        let opt = |i: usize| -> Result<Option<f64>, String> {
+            if f[i].is_empty() {
+                Ok(None)
+            } else {
+                num(i).map(Some)
+            }
+        };
         let selection: Selection = f[0].parse()?;
         let compression = Compression::new(num(1)?)?;
+        let (page_fraction, bus_fraction, wall) = if flash {
+            (opt(9)?, opt(10)?, 11)
+        } else {
+            (None, None, 9)
+        };
         Ok(Self {
             policy: Policy::new(selection, compression),
             backend: f[2].to_string(),
@@ -165,20 +209,24 @@ impl EvalRow {
             ppl: num(6)?,
             top1_agree: num(7)?,
             read_fraction: num(8)?,
-            wall_s: num(9)?,
+            page_fraction,
+            bus_fraction,
+            wall_s: num(wall)?,
             guard: None,
         })
     }
 }
 
-/// Parses a CSV written by [`csv`] (header line required).
+/// Parses a CSV written by [`csv`] (header line required; the header
+/// without the flash fractions is read too, with none).
 pub fn parse_csv(text: &str) -> Result<Vec<EvalRow>, String> {
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-    match lines.next() {
-        Some(h) if h.trim() == EvalRow::CSV_HEADER => {}
+    let flash = match lines.next().map(str::trim) {
+        Some(EvalRow::CSV_HEADER) => true,
+        Some(EvalRow::CSV_HEADER_V1) => false,
         _ => return Err(format!("the first line must be `{}`", EvalRow::CSV_HEADER)),
-    }
-    lines.map(EvalRow::parse_csv).collect()
+    };
+    lines.map(|l| EvalRow::parse_fields(l, flash)).collect()
 }
 
 /// The backends of one evaluation.
@@ -235,6 +283,9 @@ struct Acc {
     agree: usize,
     read: f64,
     windows: usize,
+    /// Σ and count over windows of the flash fractions that exist.
+    page: (f64, usize),
+    bus: (f64, usize),
     wall_s: f64,
     backend: String,
     guard: host_driver::backend::GuardStats,
@@ -302,9 +353,16 @@ pub fn evaluate(
     let cfg = model.config();
     let shape = ModelShape::from(cfg);
     let configs = configurations(p);
+    let layout = FlashLayout {
+        page_bytes: p.page_size,
+        dim_group: DIM_GROUP,
+    };
     let mut backends = Backends {
         csd: match p.backend {
-            EvalBackend::Csd => Some(InStorage::new(sim_array(p.devices, p.page_size)?, 1)),
+            EvalBackend::Csd => Some(InStorage::new(
+                sim_array(p.devices, p.page_size)?,
+                DIM_GROUP,
+            )),
             _ => None,
         },
         engine: HostDense::engine(),
@@ -321,6 +379,8 @@ pub fn evaluate(
             _ => None,
         },
     };
+    backends.engine.set_flash_layout(layout);
+    backends.host.set_flash_layout(layout);
     #[cfg(not(target_os = "linux"))]
     if p.backend == EvalBackend::Ssd {
         return Err(super::ssd::unsupported());
@@ -361,6 +421,15 @@ pub fn evaluate(
                 progress(done, total);
             }
             a.read += attn.mean_read_fraction();
+            for (sum, x) in [
+                (&mut a.page, attn.mean_page_fraction()),
+                (&mut a.bus, attn.mean_bus_fraction()),
+            ] {
+                if let Some(x) = x {
+                    sum.0 += x;
+                    sum.1 += 1;
+                }
+            }
             a.windows += 1;
             attn.close()?;
             a.wall_s += started.elapsed().as_secs_f64();
@@ -389,6 +458,8 @@ pub fn evaluate(
                 } else {
                     a.read / a.windows.max(1) as f64
                 },
+                page_fraction: mean_of(a.page),
+                bus_fraction: mean_of(a.bus),
                 wall_s: a.wall_s,
                 guard: (policy_guarded(policy) && a.guard.heads > 0).then(|| {
                     // Per KV-head step, dense reads 2·S·d elements.
@@ -402,6 +473,11 @@ pub fn evaluate(
             }
         })
         .collect())
+}
+
+/// The mean of a (sum, count), if anything was counted.
+fn mean_of((sum, n): (f64, usize)) -> Option<f64> {
+    (n > 0).then(|| sum / n as f64)
 }
 
 /// Whether the policy runs the guardrail.
@@ -468,18 +544,43 @@ mod tests {
             ppl: 2.5f64.exp(),
             top1_agree: 1.0,
             read_fraction: 1.0,
+            page_fraction: Some(1.0),
+            bus_fraction: None,
             wall_s: 0.5,
             guard: None,
         };
-        let text = csv(&[row]);
-        assert!(
-            text.starts_with("method,compression,backend,tokens,nll,nll_stderr,ppl,top1_agree")
+        let text = csv(std::slice::from_ref(&row));
+        assert!(text.starts_with(
+            "method,compression,backend,tokens,nll,nll_stderr,ppl,top1_agree,read_fraction,page_fraction,bus_fraction,wall_s\n"
+        ));
+        assert_eq!(
+            text.lines().nth(1).unwrap(),
+            "dense,1,host,3,2.500000,0.100000,12.1825,1.0000,1.0000,1.0000,,0.5"
         );
+        let back = parse_csv(&text).unwrap();
+        assert_eq!(back.len(), 1);
+        assert_eq!(back[0].page_fraction, Some(1.0));
+        assert_eq!(back[0].bus_fraction, None);
+        assert_eq!(back[0].wall_s, 0.5);
+        assert!(parse_csv("dense,1\n").is_err());
+        let short = text.replace(",1.0000,,0.5", ",0.5");
         assert!(
-            text.lines()
-                .nth(1)
-                .unwrap()
-                .starts_with("dense,1,host,3,2.500000")
+            parse_csv(&short)
+                .unwrap_err()
+                .contains("expected 12 fields")
         );
+    }
+
+    #[test]
+    fn csvs_without_the_flash_columns_still_parse() {
+        let old = format!(
+            "{}\nsparf,0.125,host-engine,32,3.1,0.2,22.19,0.9,0.1432,12.0\n",
+            EvalRow::CSV_HEADER_V1
+        );
+        let rows = parse_csv(&old).unwrap();
+        assert_eq!(rows[0].policy.selection, Selection::SparF);
+        assert_eq!(rows[0].read_fraction, 0.1432);
+        assert_eq!(rows[0].page_fraction, None);
+        assert_eq!(rows[0].wall_s, 12.0);
     }
 }

@@ -1,5 +1,6 @@
-//! The evaluation chart: perplexity against KV compression, one line per
-//! method, dense as a horizontal reference line. PNG via `plotters`; the
+//! The evaluation chart: perplexity against the flash pages read per step
+//! (over dense's; the nominal KV compression for rows without a flash
+//! count), one line per method, dense as a horizontal reference line. PNG via `plotters`; the
 //! text needs a TrueType font, looked up at run time (DejaVu Sans or
 //! Liberation Sans from the usual system folders, or `INSTINFER_FONT`).
 
@@ -62,10 +63,28 @@ pub fn plot(rows: &[EvalRow], path: &Path) -> Result<(), RunError> {
         .iter()
         .filter(|r| r.policy.selection != Selection::Dense)
         .collect();
+    // log2(dense / read): 0 is dense's cost, 3 an eighth of it.
+    let pages = sparse
+        .iter()
+        .all(|r| r.page_fraction.is_some_and(|x| x > 0.0));
     let xs: Vec<f64> = sparse
         .iter()
-        .map(|r| (1.0 / r.policy.compression.get()).log2())
+        .map(|r| match r.page_fraction {
+            Some(x) if pages => (1.0 / x).log2(),
+            _ => (1.0 / r.policy.compression.get()).log2(),
+        })
         .collect();
+    let (caption, x_desc) = if pages {
+        (
+            "Perplexity vs flash pages read",
+            "flash pages read per step / dense's",
+        )
+    } else {
+        (
+            "Perplexity vs KV compression",
+            "compression (KV read / dense)",
+        )
+    };
     let (x_lo, x_hi) = xs
         .iter()
         .fold((0.0f64, 1.0f64), |(a, b), &x| (a.min(x), b.max(x)));
@@ -76,7 +95,7 @@ pub fn plot(rows: &[EvalRow], path: &Path) -> Result<(), RunError> {
     let root = BitMapBackend::new(path, (900, 600)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| out_err(path, e))?;
     let mut chart = ChartBuilder::on(&root)
-        .caption("Perplexity vs KV compression", ("sans-serif", 26))
+        .caption(caption, ("sans-serif", 26))
         .margin(20)
         .x_label_area_size(50)
         .y_label_area_size(70)
@@ -84,15 +103,17 @@ pub fn plot(rows: &[EvalRow], path: &Path) -> Result<(), RunError> {
         .map_err(|e| out_err(path, e))?;
     chart
         .configure_mesh()
-        .x_desc("compression (KV read / dense)")
+        .x_desc(x_desc)
         .y_desc("perplexity (log scale)")
         .x_labels(((x_hi - x_lo).round() as usize + 1) * 4 + 1)
         .x_label_formatter(&|x| {
-            // Ticks only at powers of two: 1/1, 1/2, 1/4, …
-            if (x - x.round()).abs() < 1e-6 {
-                format!("1/{}", 2f64.powf(x.round()))
-            } else {
+            // Ticks only at powers of two: …, 2, 1/1, 1/2, 1/4, …
+            if (x - x.round()).abs() >= 1e-6 {
                 String::new()
+            } else if x.round() < 0.0 {
+                format!("{}", 2f64.powf(-x.round()))
+            } else {
+                format!("1/{}", 2f64.powf(x.round()))
             }
         })
         .y_label_formatter(&|y| format!("{:.1}", y.exp()))

@@ -98,8 +98,19 @@ fn sparf_and_sparf_plus_score_identically_on_the_drive_and_the_host_engine() {
         assert_eq!(b.backend, "host-engine");
         assert_eq!(a.nll.to_bits(), b.nll.to_bits(), "{:?} vs {:?}", a, b);
         assert_eq!(a.top1_agree, b.top1_agree);
+        // The drive's measured flash reads are what the host's layout
+        // model counts for the same choices.
+        assert_eq!(a.page_fraction, b.page_fraction, "{a:?} vs {b:?}");
+        assert_eq!(a.bus_fraction, b.bus_fraction, "{a:?} vs {b:?}");
     }
     assert_eq!(csd[1].policy.selection, Selection::SparF);
+    // Dense reads every full page it is compared with; SparF fewer pages
+    // and far fewer bytes (the filter keeps the chosen rows).
+    assert_eq!(csd[0].page_fraction, Some(1.0));
+    assert_eq!(csd[0].bus_fraction, Some(1.0));
+    let (pages, bus) = (csd[1].page_fraction.unwrap(), csd[1].bus_fraction.unwrap());
+    println!("SparF 1/8 on the drive: page fraction {pages:.4}, bus fraction {bus:.4}");
+    assert!(pages < 1.0 && bus < pages, "{:?}", csd[1]);
 }
 
 /// Dense and block-sparse with the KV cache in an `O_DIRECT` file score
