@@ -150,7 +150,7 @@ pub struct HostArgs {
 /// Arguments of `bench paper`.
 #[derive(Debug, clap::Args)]
 pub struct PaperArgs {
-    /// Figure: all, throughput, breakdown, csds, compression, channels, p2p or seqs.
+    /// Figure: all, throughput, breakdown, csds, compression, channels, p2p, seqs or pages.
     #[arg(long, default_value = "all")]
     figure: String,
     /// Output folder for the CSVs and PNGs.
@@ -285,8 +285,9 @@ pub fn run(c: Command) -> Result<(), RunError> {
             } else {
                 vec![Figure::parse(&a.figure).ok_or_else(|| {
                     RunError::Input(format!(
-                        "--figure {}: not all, throughput, breakdown, csds, compression or channels",
-                        a.figure
+                        "--figure {}: not all, {}",
+                        a.figure,
+                        Figure::names()
                     ))
                 })?]
             };

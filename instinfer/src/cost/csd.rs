@@ -5,9 +5,10 @@
 //! A [`CsdPoint`] is one OPT-13B-shaped layer on one CSD: `seqs`
 //! sequences of `s` tokens and `heads` KV heads of d = 128 are prefilled
 //! with `KV_APPEND`, then one decode of every sequence is submitted at
-//! once (dense, or SparF at a compression), and the virtual time of each
-//! phase is read off the device. The cost model scales it: a decode step
-//! of batch b over L layers costs L · b / seqs times the point's decode
+//! once (dense, SparF at a compression, or the flash-aware page selection
+//! `pages` at a compression), and the virtual time of each phase is read
+//! off the device. The cost model scales it (dense and SparF): a decode
+//! step of batch b over L layers costs L · b / seqs times the point's decode
 //! time (the device is throughput-bound once its queues are full: the
 //! first points run 2 × 40 head-decodes in flight), and the prefill the
 //! same with the append time.
@@ -41,6 +42,13 @@
 //! query and a recency trend) when no trace is given. Dense reads do not
 //! depend on the data; SparF's page skipping does, through which tokens
 //! and dims it picks.
+//!
+//! **Pages** ([`Selection::Pages`], `attention::engine::pages`): the
+//! sequences are opened with the method's `Placement` (the drive groups
+//! alike keys on the same token pages at `KV_APPEND` and pins the sink
+//! tokens in DRAM), and the decode reads at most c of each head's full
+//! token pages, chosen from per-page summaries in device DRAM. The knobs
+//! are `PagesSetting::DEFAULT` with the board's page size.
 
 use attention::testdata::{structured_kv, structured_query};
 use proto::SeqShape;
@@ -65,8 +73,10 @@ pub struct CsdPoint {
     pub heads: usize,
     /// Context tokens.
     pub s: usize,
-    /// `None` for dense; SparF's compression otherwise.
+    /// `None` for dense; the sparse method's compression otherwise.
     pub compression: Option<f64>,
+    /// The method: dense, SparF or pages.
+    pub selection: Selection,
     /// Sequences decoded together.
     pub seqs: usize,
     /// Virtual ns of the prefill (`KV_APPEND` of all `s` tokens, all sequences).
@@ -107,6 +117,7 @@ impl CsdPoint {
             heads: 40,
             s: 1024,
             compression: None,
+            selection: Selection::Dense,
             seqs: 2,
             append_ns: 0,
             decode_ns,
@@ -149,6 +160,14 @@ impl CsdPoint {
     }
 }
 
+/// InstInfer's method at a compression: dense for `None`, SparF otherwise.
+pub fn instinfer_selection(compression: Option<f64>) -> Selection {
+    match compression {
+        None => Selection::Dense,
+        Some(_) => Selection::SparF,
+    }
+}
+
 /// Measured points, looked up by heads and compression, interpolated in s.
 #[derive(Clone, Debug, Default)]
 pub struct CsdProfile {
@@ -157,18 +176,33 @@ pub struct CsdProfile {
 }
 
 impl CsdProfile {
-    fn matching(&self, heads: usize, compression: Option<f64>) -> Vec<&CsdPoint> {
+    /// InstInfer's points (dense for `None`, SparF at `compression`) with
+    /// `heads`, by context; points of other methods are not InstInfer's.
+    pub fn instinfer_points(&self, heads: usize, compression: Option<f64>) -> Vec<&CsdPoint> {
+        self.points_of(instinfer_selection(compression), heads, compression)
+    }
+
+    /// The points of `selection` at `compression` with `heads`, by context.
+    pub fn points_of(
+        &self,
+        selection: Selection,
+        heads: usize,
+        compression: Option<f64>,
+    ) -> Vec<&CsdPoint> {
         let mut v: Vec<&CsdPoint> = self
             .points
             .iter()
-            .filter(|p| p.heads == heads && same(p.compression, compression))
+            .filter(|p| {
+                p.selection == selection && p.heads == heads && same(p.compression, compression)
+            })
             .collect();
         v.sort_by_key(|p| p.s);
         v
     }
 
-    /// Interpolates `f` of the points with `heads` and `compression` at
-    /// context `s` (linear; clamped to the measured range).
+    /// Interpolates `f` of InstInfer's points ([`Self::instinfer_points`])
+    /// with `heads` and `compression` at context `s` (linear; clamped to
+    /// the measured range).
     pub fn at(
         &self,
         heads: usize,
@@ -176,7 +210,7 @@ impl CsdProfile {
         s: usize,
         f: impl Fn(&CsdPoint) -> f64,
     ) -> Option<f64> {
-        let pts = self.matching(heads, compression);
+        let pts = self.instinfer_points(heads, compression);
         let first = pts.first()?;
         if s <= first.s || pts.len() == 1 {
             return Some(f(first));
@@ -264,15 +298,70 @@ impl KvSource {
     }
 }
 
-/// What to simulate: KV heads per CSD, context, dense or SparF.
+/// What to simulate: KV heads per CSD, context, the method.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CsdSpec {
     /// KV heads on the CSD.
     pub heads: usize,
     /// Context tokens.
     pub s: usize,
-    /// `None` dense, else SparF at this compression.
+    /// `None` dense, else the sparse method at this compression.
     pub compression: Option<f64>,
+    /// [`Selection::Dense`] (no compression), [`Selection::SparF`] or
+    /// [`Selection::Pages`] (a compression).
+    pub selection: Selection,
+}
+
+impl CsdSpec {
+    /// InstInfer's methods: dense for `None`, SparF at `compression`
+    /// otherwise.
+    pub fn new(heads: usize, s: usize, compression: Option<f64>) -> Self {
+        Self {
+            heads,
+            s,
+            compression,
+            selection: instinfer_selection(compression),
+        }
+    }
+
+    /// The flash-aware page selection at `compression`.
+    pub fn pages(heads: usize, s: usize, compression: f64) -> Self {
+        Self {
+            heads,
+            s,
+            compression: Some(compression),
+            selection: Selection::Pages,
+        }
+    }
+
+    /// The method's policy on a board of `page_size`-byte pages (the
+    /// page selection's knobs at their defaults, its pages the board's).
+    pub fn policy(&self, page_size: u32) -> Result<Policy, RunError> {
+        let mut policy = match (self.selection, self.compression) {
+            (Selection::Dense, None) => Policy::DENSE,
+            (Selection::SparF | Selection::Pages, Some(c)) => {
+                Policy::new(self.selection, Compression::new(c).map_err(input)?)
+            }
+            (selection, c) => {
+                return Err(input(format!(
+                    "a simulated CSD point runs dense without a compression, or sparf or pages with one; not {selection} with {}",
+                    c.map_or("none".to_string(), |c| c.to_string())
+                )));
+            }
+        };
+        policy.pages.page_bytes = page_size;
+        policy.pages.validate().map_err(input)?;
+        Ok(policy)
+    }
+
+    /// How the sequences are opened: the page selection's placement for
+    /// pages, time order otherwise.
+    fn placement(&self, policy: &Policy) -> proto::Placement {
+        match self.selection {
+            Selection::Pages => policy.pages.placement(),
+            _ => proto::Placement::TIME,
+        }
+    }
 }
 
 fn bits(x: &[f32]) -> Vec<u16> {
@@ -404,13 +493,10 @@ pub fn profile_csd(
     let head_dim = u16::try_from(d).map_err(|_| input("head dim over 65 535"))?;
     let mut out = CsdProfile::default();
     for spec in specs {
+        let policy = spec.policy(sample.page_size)?;
+        let method = policy.method(spec.s, d);
         let mut array = sample.board(head_dim)?;
         let channels = array.devices()[0].info().caps.channels as usize;
-        let method = match spec.compression {
-            None => Policy::DENSE,
-            Some(c) => Policy::new(Selection::SparF, Compression::new(c).map_err(input)?),
-        }
-        .method(spec.s, d);
         let shape = SeqShape {
             layers: 1,
             kv_heads: u8::try_from(spec.heads).map_err(|_| input("at most 255 heads per CSD"))?,
@@ -418,7 +504,7 @@ pub fn profile_csd(
             head_dim,
             dim_group: sample.dim_group(head_dim),
             rotated: false,
-            placement: proto::Placement::TIME,
+            placement: spec.placement(&policy),
         };
         let mut queries = Vec::with_capacity(seqs);
         // The prefill is timed on a board with the whole DRAM budget: a
@@ -489,6 +575,7 @@ pub fn profile_csd(
             heads: spec.heads,
             s: spec.s,
             compression: spec.compression,
+            selection: spec.selection,
             seqs,
             append_ns: appended.virtual_ns,
             decode_ns: decoded.virtual_ns,
@@ -567,14 +654,80 @@ mod tests {
     }
 
     fn point(sample: &Sample, compression: Option<f64>) -> CsdPoint {
-        let spec = CsdSpec {
-            heads: 2,
-            s: 1536,
-            compression,
-        };
+        let spec = CsdSpec::new(2, 1536, compression);
         profile_csd(&ModelShape::OPT_13B, &KvSource::Synthetic, &[spec], sample)
             .expect("point")
             .points[0]
+    }
+
+    /// The page selection at 1/8 reads at most c of each head's full token
+    /// pages, K and V: an eighth of dense's pages (64 per head and tensor
+    /// at 1024 tokens of 16 per page), with a page per head of slack for
+    /// rounding; and it moves fewer bytes over the channel buses. The
+    /// sequences are opened with its placement (a sink the decode would
+    /// refuse otherwise).
+    #[test]
+    fn pages_at_one_eighth_read_an_eighth_of_denses_token_pages() {
+        let sample = Sample::paper(4096, 1);
+        let (heads, s) = (2, 1024);
+        let run = |spec| {
+            profile_csd(&ModelShape::OPT_13B, &KvSource::Synthetic, &[spec], &sample)
+                .expect("point")
+                .points[0]
+        };
+        let dense = run(CsdSpec::new(heads, s, None));
+        let pages = run(CsdSpec::pages(heads, s, 0.125));
+        assert_eq!(dense.pages_read, (heads * 2 * s / 16) as u64);
+        assert_eq!(pages.selection, Selection::Pages);
+        let slack = (heads * sample.seqs) as u64;
+        assert!(
+            pages.pages_read > 0 && pages.pages_read <= dense.pages_read / 8 + slack,
+            "pages read {} of dense's {}",
+            pages.pages_read,
+            dense.pages_read
+        );
+        assert!(
+            pages.channel_bus_bytes < dense.channel_bus_bytes / 4,
+            "bus bytes {} of dense's {}",
+            pages.channel_bus_bytes,
+            dense.channel_bus_bytes
+        );
+    }
+
+    /// A point runs dense without a compression, SparF or pages with one;
+    /// anything else is refused before a board is built.
+    #[test]
+    fn a_point_runs_dense_sparf_or_pages_only() {
+        let ok = |spec: CsdSpec| spec.policy(4096).ok().map(|p| p.selection);
+        assert_eq!(ok(CsdSpec::new(2, 64, None)), Some(Selection::Dense));
+        assert_eq!(ok(CsdSpec::new(2, 64, Some(0.5))), Some(Selection::SparF));
+        assert_eq!(ok(CsdSpec::pages(2, 64, 0.5)), Some(Selection::Pages));
+        let page = CsdSpec::pages(2, 64, 0.5).policy(16384).expect("16 KiB");
+        assert_eq!(page.pages.page_bytes, 16384);
+        for bad in [
+            CsdSpec {
+                compression: None,
+                ..CsdSpec::pages(2, 64, 0.5)
+            },
+            CsdSpec {
+                compression: Some(0.5),
+                ..CsdSpec::new(2, 64, None)
+            },
+            CsdSpec {
+                selection: Selection::SparQ,
+                ..CsdSpec::new(2, 64, Some(0.5))
+            },
+            CsdSpec::pages(2, 64, 0.0),
+        ] {
+            assert!(bad.policy(4096).is_err(), "{bad:?}");
+            let r = profile_csd(
+                &ModelShape::OPT_13B,
+                &KvSource::Synthetic,
+                &[bad],
+                &Sample::paper(4096, 1),
+            );
+            assert!(matches!(r, Err(RunError::Input(_))), "{bad:?}");
+        }
     }
 
     /// At 1536 tokens and runs of 1024 a 512-token dim tail is left per

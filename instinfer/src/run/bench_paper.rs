@@ -11,8 +11,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 mod headline;
+mod pages;
 
 use headline::headline;
+use host_driver::policy::Selection;
 
 use super::flexgen_probe::{ProbeShape, probe};
 use super::plot::{Series, lines};
@@ -40,11 +42,13 @@ pub enum Figure {
     P2p,
     /// Sequences in flight on one CSD: time per sequence at 1, 2, 4, 8.
     Seqs,
+    /// The flash-aware page selection beside SparF at 1/4, 1/8, 1/16.
+    Pages,
 }
 
 impl Figure {
     /// Every figure.
-    pub const ALL: [Figure; 7] = [
+    pub const ALL: [Figure; 8] = [
         Figure::Throughput,
         Figure::Breakdown,
         Figure::Csds,
@@ -52,6 +56,7 @@ impl Figure {
         Figure::Channels,
         Figure::P2p,
         Figure::Seqs,
+        Figure::Pages,
     ];
 
     /// Its name (file stem and CLI value).
@@ -64,12 +69,18 @@ impl Figure {
             Self::Channels => "channels",
             Self::P2p => "p2p",
             Self::Seqs => "seqs",
+            Self::Pages => "pages",
         }
     }
 
     /// By name.
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|f| f.name() == s)
+    }
+
+    /// Every name, comma-separated (for help and errors).
+    pub fn names() -> String {
+        Self::ALL.map(Self::name).join(", ")
     }
 }
 
@@ -156,19 +167,19 @@ fn write(path: &Path, text: &str) -> Result<(), RunError> {
     std::fs::write(path, text).map_err(|e| out_err(path, e))
 }
 
+/// Adds `spec` to `v` unless it is there.
+fn push_spec(v: &mut Vec<CsdSpec>, spec: CsdSpec) {
+    if !v.contains(&spec) {
+        v.push(spec);
+    }
+}
+
 /// The CSD points the figures need.
 fn specs(p: &PaperParams, m: &ModelShape) -> Vec<CsdSpec> {
     let mut v = Vec::new();
     let mut add = |heads: usize, compression: Option<f64>, contexts: &[usize]| {
         for &s in contexts {
-            let spec = CsdSpec {
-                heads,
-                s,
-                compression,
-            };
-            if !v.contains(&spec) {
-                v.push(spec);
-            }
+            push_spec(&mut v, CsdSpec::new(heads, s, compression));
         }
     };
     let ends = [p.contexts[0], p.contexts[p.contexts.len() - 1]];
@@ -201,6 +212,13 @@ fn specs(p: &PaperParams, m: &ModelShape) -> Vec<CsdSpec> {
             }
             // Its own samples (`bench_seqs`).
             Figure::Seqs => {}
+            // Its own specs, beside dense and SparF's (below).
+            Figure::Pages => {}
+        }
+    }
+    if p.figures.contains(&Figure::Pages) {
+        for spec in pages::specs(p, m) {
+            push_spec(&mut v, spec);
         }
     }
     v
@@ -587,8 +605,14 @@ fn fig_channels(c: &mut Ctx<'_>) -> Result<(), RunError> {
     let mut lines_out = Vec::new();
     for b in c.boards {
         let kib = b.sample.page_size / 1024;
-        for p in &b.profile.points {
-            let method = method_name(p.compression);
+        // InstInfer's methods only; the page selection has its own figure.
+        let points = b
+            .profile
+            .points
+            .iter()
+            .filter(|p| p.selection != Selection::Pages);
+        for p in points {
+            let method = method_name(p.selection, p.compression);
             let _ = writeln!(
                 csv,
                 "{},{},{},{method},{},{:.1},{:.4},{:.4},{:.4},{:.4}",
@@ -614,7 +638,10 @@ fn fig_channels(c: &mut Ctx<'_>) -> Result<(), RunError> {
     write(&c.out.join("channels.csv"), &csv)?;
     let mut series: Vec<Series> = Vec::new();
     for b in c.boards {
-        for method in [method_name(None), method_name(Some(SPARSE))] {
+        for method in [
+            method_name(Selection::Dense, None),
+            method_name(Selection::SparF, Some(SPARSE)),
+        ] {
             let name = format!("{method} {} KiB", b.sample.page_size / 1024);
             let pts: Vec<(f64, f64)> = lines_out
                 .iter()
@@ -646,11 +673,12 @@ fn fig_channels(c: &mut Ctx<'_>) -> Result<(), RunError> {
     Ok(())
 }
 
-/// `dense` or `sparf-1/N`.
-pub fn method_name(compression: Option<f64>) -> String {
-    compression.map_or("dense".to_string(), |x| {
-        format!("sparf-1/{}", (1.0 / x).round())
-    })
+/// `dense`, or the method at its compression: `sparf-1/N`, `pages-1/N`.
+pub fn method_name(selection: Selection, compression: Option<f64>) -> String {
+    match compression {
+        None => selection.name().to_string(),
+        Some(x) => format!("{}-1/{}", selection.name(), (1.0 / x).round()),
+    }
 }
 
 /// Source of the FlexGen disk rate when the probe ran.
@@ -801,6 +829,7 @@ pub fn run_paper(p: &PaperParams) -> Result<String, RunError> {
             Figure::Compression => fig_compression(&mut c)?,
             Figure::Channels => fig_channels(&mut c)?,
             Figure::P2p => fig_p2p(&mut c)?,
+            Figure::Pages => pages::figure(&mut c, p)?,
             Figure::Seqs => {
                 let r = super::bench_seqs::run(&c.m, &p.source, &p.page_sizes, &p.out)?;
                 c.report.push_str(&r);

@@ -42,18 +42,14 @@ pub fn run(
     let mut series: Vec<Series> = Vec::new();
     for &page_size in page_sizes {
         for compression in [None, Some(SPARSE)] {
-            let spec = CsdSpec {
-                heads: m.heads,
-                s: CONTEXT,
-                compression,
-            };
+            let spec = CsdSpec::new(m.heads, CONTEXT, compression);
             let mut points: Vec<CsdPoint> = Vec::new();
             for n in SEQS {
                 let sample = Sample::paper(page_size, n);
                 let profile = profile_csd(m, source, &[spec], &sample)?;
                 points.extend(profile.points);
             }
-            let method = method_name(compression);
+            let method = method_name(spec.selection, compression);
             let mut line = format!("  {} KiB {method}:", page_size / 1024);
             for p in &points {
                 let b = p.bound();

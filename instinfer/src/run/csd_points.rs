@@ -1,8 +1,9 @@
 //! The table of simulated CSD points behind `bench paper`: for every
 //! method at every point of every board, each resource's busy fraction,
 //! the bound set by the busiest one (`cost::bound`) and the decode's time
-//! over it; for SparF also its page reads as a share of dense's at the
-//! same point and its time over that share of dense's time. Written to
+//! over it; for SparF and the page selection also its page reads as a
+//! share of dense's at the same point and its time over that share of
+//! dense's time. Written to
 //! `points.csv` and `utilisation.png` and printed. Every time here is
 //! virtual (the simulated board).
 
@@ -13,8 +14,9 @@ use super::RunError;
 use super::bench_paper::{Board, method_name};
 use super::plot::{BarSeries, bars};
 use crate::cost::{CsdPoint, Resource};
+use host_driver::policy::Selection;
 
-/// A SparF point against dense at the same heads, context and board.
+/// A sparse point against dense at the same heads, context and board.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct VsDense {
     /// Flash pages read over dense's.
@@ -27,10 +29,12 @@ pub struct VsDense {
 /// [`VsDense`] of `p` among `points`; `None` for dense points and where
 /// no dense point (or no dense page read) matches.
 pub fn vs_dense(points: &[CsdPoint], p: &CsdPoint) -> Option<VsDense> {
-    p.compression?;
+    if p.selection == Selection::Dense {
+        return None;
+    }
     let dense = points
         .iter()
-        .find(|d| d.compression.is_none() && d.heads == p.heads && d.s == p.s)?;
+        .find(|d| d.selection == Selection::Dense && d.heads == p.heads && d.s == p.s)?;
     if dense.pages_read == 0 || dense.decode_ns == 0 {
         return None;
     }
@@ -50,11 +54,15 @@ fn out_err(path: &Path, e: impl std::fmt::Display) -> RunError {
 }
 
 /// A short label of a point for the chart's x axis: `4K D 1024`,
-/// `16K S8 2048/20h` (heads shown when not the board's most).
+/// `16K S8 2048/20h`, `4K P8 1024` (heads shown when not the board's most).
 fn label(page_size: u32, p: &CsdPoint, max_heads: usize) -> String {
-    let m = p
-        .compression
-        .map_or("D".to_string(), |c| format!("S{}", (1.0 / c).round()));
+    let letter = match p.selection {
+        Selection::Pages => "P",
+        _ => "S",
+    };
+    let m = p.compression.map_or("D".to_string(), |c| {
+        format!("{letter}{}", (1.0 / c).round())
+    });
     let heads = if p.heads == max_heads {
         String::new()
     } else {
@@ -91,7 +99,7 @@ pub fn write_points(
         );
         let max_heads = b.profile.points.iter().map(|p| p.heads).max().unwrap_or(0);
         for p in &b.profile.points {
-            let method = method_name(p.compression);
+            let method = method_name(p.selection, p.compression);
             let bound = p.bound();
             let ratio = bound.ratio(p.decode_ns);
             let u = p.utilisation();
@@ -158,7 +166,7 @@ pub fn write_points(
     bars(
         &out.join("utilisation.png"),
         "Busy fraction of each CSD resource during decode (simulated)",
-        "point: page size, D dense / S8 SparF 1/8, context tokens (/heads when fewer)",
+        "point: page size, D dense / S8 SparF 1/8 / P8 pages 1/8, context tokens (/heads when fewer)",
         "busy fraction of the decode's virtual time",
         &categories,
         &series,
@@ -173,6 +181,7 @@ mod tests {
     fn point(compression: Option<f64>, pages_read: u64, decode_ns: u64) -> CsdPoint {
         CsdPoint {
             compression,
+            selection: crate::cost::csd::instinfer_selection(compression),
             pages_read,
             ..CsdPoint::idle(decode_ns)
         }
@@ -188,5 +197,15 @@ mod tests {
         assert_eq!(vs_dense(&pts, &pts[0]), None);
         let other = CsdPoint { s: 2048, ..pts[1] };
         assert_eq!(vs_dense(&pts, &other), None);
+        // The page selection at the same point is compared the same way.
+        let pages = CsdPoint {
+            selection: Selection::Pages,
+            ..point(Some(0.125), 125, 1000)
+        };
+        let v = vs_dense(&pts, &pages).unwrap();
+        assert!((v.page_fraction - 0.125).abs() < 1e-12);
+        assert!((v.time_over_fraction - 2.0).abs() < 1e-12);
+        assert_eq!(label(4096, &pages, 40), "4K P8 1024");
+        assert_eq!(label(4096, &pts[1], 40), "4K S8 1024");
     }
 }

@@ -243,6 +243,19 @@ fn bench_paper_smoke_writes_every_figure() {
         "6 InstInfer rows, 6 baselines"
     );
     assert!(report.contains("FlexGen as published"), "{report}");
+    // Dense, SparF and pages at 1/4, 1/8, 1/16 at both contexts; the
+    // page selection's points in the point table, not in the channels.
+    let pages = std::fs::read_to_string(out.join("pages.csv")).unwrap();
+    assert_eq!(pages.lines().count(), 1 + 2 * 7, "{pages}");
+    assert!(pages.contains(",pages-1/8,0.125,"), "{pages}");
+    assert!(
+        report.contains("flash-aware pages beside SparF"),
+        "{report}"
+    );
+    let points = std::fs::read_to_string(out.join("points.csv")).unwrap();
+    assert!(points.contains(",pages-1/16,"), "{points}");
+    let channels = std::fs::read_to_string(out.join("channels.csv")).unwrap();
+    assert!(!channels.contains("pages"), "{channels}");
     let _ = std::fs::remove_dir_all(&out);
 }
 
@@ -289,11 +302,7 @@ fn csd_points_run_on_a_trace() {
         q: vec![q],
     };
     let m = ModelShape::OPT_13B;
-    let spec = |s| CsdSpec {
-        heads: 2,
-        s,
-        compression: Some(0.125),
-    };
+    let spec = |s| CsdSpec::new(2, s, Some(0.125));
     let source = KvSource::Trace(t.clone());
     let p =
         profile_csd(&m, &source, &[spec(1024)], &Sample::paper(16384, 1)).expect("trace points");

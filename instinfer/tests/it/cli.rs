@@ -232,6 +232,17 @@ fn run_and_eval_reject_bad_inputs_with_status_2() {
 }
 
 #[test]
+fn bench_paper_names_its_figures_on_a_bad_one() {
+    let out = bin()
+        .args(["bench", "paper", "--figure", "nope"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(e.contains("seqs") && e.contains("pages"), "{e}");
+}
+
+#[test]
 fn a_kv_dir_that_is_a_file_is_a_clear_error() {
     let dir = scratch("kv-dir-file");
     let file = dir.join("not-a-dir");

@@ -35,11 +35,7 @@ pub(super) fn specs(p: &PaperParams, m: &ModelShape) -> Vec<CsdSpec> {
     for n in CSD_COUNTS {
         for compression in [None, Some(SPARSE)] {
             for s in ends {
-                v.push(CsdSpec {
-                    heads: m.heads.div_ceil(n),
-                    s,
-                    compression,
-                });
+                v.push(CsdSpec::new(m.heads.div_ceil(n), s, compression));
             }
         }
     }
@@ -66,12 +62,7 @@ fn row(c: &Ctx<'_>, sys: System, batch: usize, rule: &'static str) -> Result<Row
     let set_by = match sys {
         System::InstInfer { compression, csds } => {
             let heads = c.m.heads.div_ceil(csds.max(1));
-            let top = c
-                .csd
-                .points
-                .iter()
-                .filter(|p| p.heads == heads && p.compression == compression)
-                .max_by_key(|p| p.s);
+            let top = c.csd.instinfer_points(heads, compression).pop();
             match top {
                 Some(p) => format!("CSD {} (s = {})", p.bound().resource.name(), p.s),
                 None => "CSD".into(),
