@@ -62,12 +62,11 @@ const LAYOUT_SHIFT: u32 = 6;
 ///
 /// Deterministic: integer arithmetic throughout, ties to the lower index.
 pub fn layout_order(k: &[u16], d: usize, t: usize, sink: usize, keep_recent: usize) -> Vec<u32> {
-    let n = if d == 0 { 0 } else { k.len() / d };
-    let end = if t == 0 {
-        0
-    } else {
-        n.saturating_sub(keep_recent) / t * t
-    };
+    let n = k.len().checked_div(d).unwrap_or(0);
+    let end = n
+        .saturating_sub(keep_recent)
+        .checked_div(t)
+        .map_or(0, |p| p * t);
     let lo = sink.min(end);
     let clusters = (end - lo).div_ceil(t.max(1));
     let mut order: Vec<u32> = Vec::with_capacity(n);
@@ -790,7 +789,7 @@ mod tests {
     #[test]
     fn chooses_the_page_of_the_heavy_token_and_the_local_page() {
         let mut rng = SplitMix64::new(2);
-        let (g, d, t, s) = (1, 16, 8, 64);
+        let (g, d, s) = (1, 16, 64);
         let shape = GroupShape {
             group: g,
             head_dim: d,
