@@ -265,9 +265,9 @@ impl PagesSetting {
         page_bytes: 4096,
         local_pages: 1,
         mass: 1.0,
-        score: PageScore::Bound,
+        score: PageScore::Mean,
         similar: true,
-        fill: false,
+        fill: true,
         sink: 4,
     };
 

@@ -121,6 +121,78 @@ pub fn run<T: Transport>(csd: &mut Csd<T>) -> Result<Vec<VectorResult>, CsdError
     Ok(out)
 }
 
+/// The PAGES vectors: one sequence placed by similarity (2 KV heads × 3
+/// query heads, d = 64, 700 prompt tokens, 4 sinks pinned, the last page of
+/// the prompt in time order), decoded with the bound score, then the mean
+/// score with fill (a quarter of the pages), the second step appending its
+/// token. Same bits on every device that runs the same firmware.
+pub fn run_pages<T: Transport>(csd: &mut Csd<T>) -> Result<Vec<VectorResult>, CsdError> {
+    use attention::shape::{PageScore, PagesParams};
+    let (kv_heads, group, d, s, seq) = (2usize, 3usize, 64usize, 700usize, 21u32);
+    let placement = proto::Placement {
+        similar: true,
+        sink: 4,
+        recent_pages: 1,
+    };
+    let shape = SeqShape {
+        layers: 1,
+        kv_heads: kv_heads as u8,
+        group: group as u8,
+        head_dim: d as u16,
+        dim_group: 1,
+        rotated: false,
+        placement,
+    };
+    let (k, v) = structured_kv(u64::from(seq), kv_heads, s + 1, d);
+    let (k, v) = (bits(&k), bits(&v));
+    csd.open(seq, shape)?;
+    let take = |x: &[u16], t0: usize, t1: usize| -> Vec<u16> {
+        x.chunks_exact((s + 1) * d)
+            .flat_map(|h| h[t0 * d..t1 * d].iter().copied())
+            .collect()
+    };
+    csd.append(seq, 0, 0, &take(&k, 0, s), &take(&v, 0, s))?;
+    let t = csd.info().caps.page_size as usize / (2 * d);
+    let mut out = Vec::new();
+    for step in 0..2usize {
+        for (i, (score, fill)) in [(PageScore::Bound, false), (PageScore::Mean, true)]
+            .into_iter()
+            .enumerate()
+        {
+            let pos = s - 1 + step;
+            let full = (pos + 1) / t;
+            let method = Method::Pages(PagesParams {
+                page_tokens: t,
+                max_pages: (full / 4).max(2),
+                local_pages: 1,
+                mass_milli: 1000,
+                score,
+                similar: true,
+                fill,
+                sink: 4,
+            });
+            let q = bits(&structured_query(
+                u64::from(seq) * 100 + (step * 2 + i) as u64,
+                kv_heads * group,
+                d,
+                kv_heads,
+            ));
+            let (kn, vn) = (take(&k, s, s + 1), take(&v, s, s + 1));
+            let new = (step == 1 && i == 0).then_some((kn.as_slice(), vn.as_slice()));
+            let ticket = csd.submit_decode(seq, 0, pos as u32, &q, new, method)?;
+            for o in csd.fetch_many(vec![ticket])? {
+                out.push(VectorResult {
+                    name: format!("pages seq {seq} step {step} {score:?} fill {fill}"),
+                    raw: o.raw,
+                    report: o.report,
+                });
+            }
+        }
+    }
+    csd.close(seq)?;
+    Ok(out)
+}
+
 /// The first difference between two runs, if any.
 pub fn first_difference(a: &[VectorResult], b: &[VectorResult]) -> Option<String> {
     if a.len() != b.len() {

@@ -58,11 +58,13 @@ fn qemu_boards_match_the_simulated_board() {
             };
             let start = std::time::Instant::now();
             let mut csd = Csd::new(t).expect("identify under QEMU");
-            let got = vectors::run(&mut csd).expect("vectors under QEMU");
+            let mut got = vectors::run(&mut csd).expect("vectors under QEMU");
+            got.extend(vectors::run_pages(&mut csd).expect("pages vectors under QEMU"));
             let wall = start.elapsed();
             let mut sim =
                 Csd::new(SimTransport::new(page_size).expect("sim")).expect("sim identify");
-            let want = vectors::run(&mut sim).expect("vectors on the simulated board");
+            let mut want = vectors::run(&mut sim).expect("vectors on the simulated board");
+            want.extend(vectors::run_pages(&mut sim).expect("pages vectors on the simulated board"));
             assert_eq!(
                 vectors::first_difference(&got, &want),
                 None,

@@ -21,15 +21,15 @@ pub struct PagesArgs {
     /// `pages`: how a page is scored: bound (Quest's min/max bound), mean
     /// (the page's mean key), gauss (mean key and per-dim spread: a
     /// log-mass estimate), exact (the page oracle: reads all of K).
-    #[arg(long, default_value = "bound", value_parser = ["bound", "mean", "gauss", "exact"])]
+    #[arg(long, default_value = "mean", value_parser = ["bound", "mean", "gauss", "exact"])]
     pages_score: String,
     /// `pages`: keep the prefill in time order instead of placing alike
     /// keys together (the placement's A/B).
     #[arg(long)]
     pages_time_order: bool,
-    /// `pages`: the pages not read still enter the softmax, each as its
-    /// mean key and mean value (kept in device DRAM).
-    #[arg(long)]
+    /// `pages`: whether the pages not read still enter the softmax, each
+    /// as its mean key and mean value (kept in device DRAM).
+    #[arg(long, default_value_t = PagesSetting::DEFAULT.fill, action = clap::ArgAction::Set)]
     pages_fill: bool,
     /// `pages`: the first tokens (attention sinks) pinned in device DRAM
     /// and always attended.
