@@ -62,12 +62,8 @@ const LAYOUT_SHIFT: u32 = 6;
 ///
 /// Deterministic: integer arithmetic throughout, ties to the lower index.
 pub fn layout_order(k: &[u16], d: usize, t: usize, sink: usize, keep_recent: usize) -> Vec<u32> {
-    let n = if d == 0 { 0 } else { k.len() / d };
-    let end = if t == 0 {
-        0
-    } else {
-        n.saturating_sub(keep_recent) / t * t
-    };
+    let n = k.len().checked_div(d).unwrap_or(0);
+    let end = n.saturating_sub(keep_recent).checked_div(t).unwrap_or(0) * t;
     let lo = sink.min(end);
     let clusters = (end - lo).div_ceil(t.max(1));
     let mut order: Vec<u32> = Vec::with_capacity(n);
@@ -804,8 +800,10 @@ mod tests {
         }
         let v = draw(&mut rng, s * d);
         let got = pages_group(&q, &k, &v, shape, params(2)).unwrap();
+        // Token 19's page and the last (local) page, t tokens each.
+        assert_eq!(got.pages, vec![(19 / t) as u32, (s / t - 1) as u32]);
         assert_eq!(got.pages, vec![2, 7]);
-        assert_eq!(got.tokens, 16);
+        assert_eq!(got.tokens, 2 * t);
     }
 
     #[test]
