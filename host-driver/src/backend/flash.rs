@@ -123,13 +123,16 @@ pub enum ReadSet {
     /// The oracle: every K page to score (a bound, not a budget), then the
     /// V rows of these tokens.
     AllKeys(Vec<u32>),
-    /// Whole K and V pages chosen by the page selection, in its own slot
-    /// order: `pages` full pages of `page_tokens` tokens each.
+    /// The K and V pages chosen by the page selection, in its own slot
+    /// order, read whole but for the first `pinned` slots (the attention
+    /// sinks, held in device DRAM).
     Pages {
-        /// Chosen full pages.
-        pages: usize,
+        /// Chosen full pages, ascending.
+        pages: Vec<u32>,
         /// Tokens per page.
         page_tokens: usize,
+        /// Slots pinned in DRAM.
+        pinned: usize,
     },
 }
 
@@ -188,11 +191,22 @@ impl FlashLayout {
                 self.dim_rows(dims, s) + one + one
             }
             ReadSet::AllKeys(tokens) => self.all_rows(s, d) + self.token_rows(tokens, s, d),
-            ReadSet::Pages { pages, page_tokens } => {
-                let one = Reads {
-                    pages: *pages as u64,
-                    bytes: (pages * page_tokens * 2 * d) as u64,
-                };
+            ReadSet::Pages {
+                pages,
+                page_tokens,
+                pinned,
+            } => {
+                let t = *page_tokens;
+                let full = s.checked_div(t).unwrap_or(0);
+                let mut one = Reads::default();
+                for &p in pages {
+                    let p = p as usize;
+                    let rows = ((p + 1) * t).saturating_sub((p * t).max(*pinned));
+                    if p < full && rows > 0 {
+                        one.pages += 1;
+                        one.bytes += (rows * 2 * d) as u64;
+                    }
+                }
                 one + one
             }
         }
@@ -350,16 +364,23 @@ mod tests {
     #[test]
     fn pages_reads_whole_chosen_pages() {
         let l = FlashLayout::DEFAULT;
-        let r = l.reads(
-            &ReadSet::Pages {
-                pages: 4,
-                page_tokens: 32,
-            },
-            1024,
-            D,
-        );
+        let set = |pages: Vec<u32>, pinned| ReadSet::Pages {
+            pages,
+            page_tokens: 32,
+            pinned,
+        };
+        let r = l.reads(&set(vec![0, 3, 9, 31], 0), 1024, D);
         assert_eq!(r.pages, 8);
         assert_eq!(r.bytes, 8 * 4096);
+        // 4 sinks pinned in DRAM: page 0 loses 4 rows; a page beyond the
+        // full ones (the DRAM tail) is not read.
+        let r = l.reads(&set(vec![0, 3, 9, 32], 4), 1030, D);
+        assert_eq!(r.pages, 6);
+        assert_eq!(r.bytes, 2 * (28 + 32 + 32) * 2 * D as u64);
+        // Page 0 all pinned: no read.
+        let r = l.reads(&set(vec![0, 3, 9, 31], 32), 1024, D);
+        assert_eq!(r.pages, 6);
+        let r = l.reads(&set(vec![0, 3, 9, 31], 0), 1024, D);
         let c = FlashCount::new(r, l.dense(1024, D));
         assert_eq!(c.page_fraction(), Some(8.0 / 64.0));
         assert_eq!(c.bus_fraction(), Some(8.0 / 64.0));

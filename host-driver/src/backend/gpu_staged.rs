@@ -11,7 +11,7 @@
 
 use gpu::{Gpu, GpuBuffer, GpuError};
 
-use super::{AttentionBackend, BackendError, DecodeStep, ModelShape};
+use super::{AttentionBackend, BackendError, DecodeStep, FlashCount, ModelShape};
 use crate::measure::{Phase, PhaseCounters};
 
 /// The inner backend, with GPU buffers in front of its decode steps.
@@ -112,6 +112,10 @@ impl<B: AttentionBackend + ?Sized> AttentionBackend for GpuStaged<'_, B> {
 
     fn last_read_fraction(&self) -> Option<f64> {
         self.inner.last_read_fraction()
+    }
+
+    fn last_flash(&self) -> Option<FlashCount> {
+        self.inner.last_flash()
     }
 
     fn measure_begin(&mut self) -> Result<Option<Phase>, BackendError> {

@@ -450,8 +450,9 @@ impl AttentionBackend for HostDense {
                         pages_all += full;
                         out.extend(t.out.into_iter().map(engine::fx_to_f32));
                         ReadSet::Pages {
-                            pages: t.pages.len(),
+                            pages: t.pages,
                             page_tokens: p.page_tokens,
+                            pinned: p.sink.min(full * p.page_tokens),
                         }
                     }
                     // The engine model runs what the drive runs.
