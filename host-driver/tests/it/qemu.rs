@@ -64,7 +64,9 @@ fn qemu_boards_match_the_simulated_board() {
             let mut sim =
                 Csd::new(SimTransport::new(page_size).expect("sim")).expect("sim identify");
             let mut want = vectors::run(&mut sim).expect("vectors on the simulated board");
-            want.extend(vectors::run_pages(&mut sim).expect("pages vectors on the simulated board"));
+            want.extend(
+                vectors::run_pages(&mut sim).expect("pages vectors on the simulated board"),
+            );
             assert_eq!(
                 vectors::first_difference(&got, &want),
                 None,
