@@ -362,6 +362,95 @@ fn verilog_gemv_matches_model() {
 }
 
 #[test]
+fn verilog_bound_row_matches_model() {
+    use hdl::bound_row::{self, SYNTH_LANES};
+    if !have_iverilog() {
+        return;
+    }
+    let mut rng = SplitMix64::new(0x5EED_0008);
+    // Summaries of any fp16 pattern, key-like values or the special ones
+    // (±0, NaN, ±Inf among them); q of any sign, zeros often.
+    let mut rows: Vec<(Vec<i32>, Vec<u16>)> = (0..150 * scale())
+        .map(|_| {
+            let d = match rng.next_u64() % 4 {
+                0 => 256,
+                1 => (rng.next_u64() % 20) as usize,
+                _ => (rng.next_u64() % 257) as usize,
+            };
+            let q: Vec<i32> = (0..d)
+                .map(|_| match rng.next_u64() % 4 {
+                    0 => 0,
+                    1 => attention::engine::fx(fp16(&mut rng, 2)),
+                    2 => attention::engine::fx(fp16(&mut rng, 1)),
+                    _ => rng.next_u64() as i32,
+                })
+                .collect();
+            let class = rng.next_u64() % 3;
+            let summary = (0..2 * d).map(|_| fp16(&mut rng, class)).collect();
+            (q, summary)
+        })
+        .collect();
+    // Edge cases: q = 0 and fx(−0) pick max; i32::MIN and −1 pick min.
+    rows.push((
+        vec![
+            0,
+            attention::engine::fx(0x8000),
+            -1,
+            i32::MIN,
+            1,
+            i32::MAX,
+            0,
+            -1,
+        ],
+        vec![
+            0x8000, 0x8000, 0x8000, 0x7E00, 0xFC00, 0x0001, 0x0000, 0xFBFF, // min
+            0x0000, 0x7E00, 0x0000, 0x8000, 0x7C00, 0x8001, 0x8000, 0x7BFF, // max
+        ],
+    ));
+    let stim = bound_row::stimulus(&rows, SYNTH_LANES, 0x7E00, 7);
+    let lines = simulate("bound_row", stim.iter().map(|c| c.vector_line(SYNTH_LANES)));
+    let mut run = bound_row::BoundRun::default();
+    for l in &lines[..lines.len() - 1] {
+        let f: Vec<&str> = l.split(' ').collect();
+        assert_eq!(f.len(), 1 + SYNTH_LANES, "line {l:?}");
+        run.out_clock.push(f[0].parse::<usize>().expect("clock"));
+        run.beats.push(
+            f[1..]
+                .iter()
+                .map(|x| u16::from_str_radix(x, 16).expect("hex"))
+                .collect(),
+        );
+    }
+    let dims: Vec<usize> = rows.iter().map(|(q, _)| q.len()).collect();
+    let got = run.rows(&dims, SYNTH_LANES);
+    for ((q, s), g) in rows.iter().zip(&got) {
+        let mut want = vec![0u16; q.len()];
+        attention::engine::bound_row(q, s, &mut want);
+        assert_eq!(*g, want, "q = {q:?}, summary = {s:04x?}");
+    }
+    assert_eq!(
+        got.last().map(Vec::as_slice),
+        Some(
+            &[
+                0x0000u16, 0x7E00, 0x8000, 0x7E00, 0x7C00, 0x8001, 0x8000, 0xFBFF
+            ][..]
+        )
+    );
+    let rust = bound_row::run::<SYNTH_LANES>(&stim);
+    assert_eq!(rust.beats, run.beats, "Verilog lanes differ from rust-hdl");
+    assert_eq!(
+        run.out_clock, rust.out_clock,
+        "Verilog clocks differ from rust-hdl"
+    );
+    eprintln!(
+        "verilog bound_row: {} rows, {} elements, {} clocks, bit-exact",
+        rows.len(),
+        dims.iter().sum::<usize>(),
+        stim.len()
+    );
+}
+
+#[test]
 fn verilog_softmax_matches_model() {
     use hdl::softmax::{self, SYNTH_ADDR_BITS, SYNTH_N_MAX};
     if !have_iverilog() {
