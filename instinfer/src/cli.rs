@@ -10,6 +10,7 @@ mod guard;
 mod identify;
 mod model;
 mod pages;
+mod passkey;
 mod run;
 mod serve;
 mod ssd;
@@ -32,6 +33,8 @@ enum Command {
     Run(run::Args),
     /// Perplexity per attention method and compression, as CSV and a chart.
     Eval(eval::Args),
+    /// Passkey retrieval: the share of trials in which each method finds a key hidden in a long prompt.
+    Passkey(passkey::Args),
     /// Redraw the chart of an evaluation from its CSV.
     Plot(eval::PlotArgs),
     /// The model: fetch it into the cache, or print where it is.
@@ -57,6 +60,7 @@ pub fn run(cli: Cli) -> Result<(), RunError> {
     match cli.command {
         Command::Run(a) => run::run(a),
         Command::Eval(a) => eval::run(a),
+        Command::Passkey(a) => passkey::run(a),
         Command::Plot(a) => eval::plot_csv(a),
         Command::Model(c) => model::run(c),
         Command::Identify(a) => identify::run(a),

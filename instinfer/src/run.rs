@@ -10,6 +10,7 @@
 //! | [`bench_model`] | prefill and decode tokens/s of the real model, host vs simulated CSD |
 //! | [`bench_nand`] | the simulated NAND schedule against each die's queue depth, cache read off and on |
 //! | [`eval`] | perplexity of the model per attention method and compression |
+//! | [`passkey`] | passkey retrieval: whether each method finds a key hidden deep in a long prompt |
 //! | [`flexgen_probe`] | FlexGen's disk → host rate on this machine, for `bench paper` |
 //! | [`generate`] | `instinfer run`: text generation with attention in the drive |
 //! | [`bench_seqs`] | `bench paper --figure seqs`: sequences in flight per CSD, where the time per sequence stops falling |
@@ -38,6 +39,7 @@ pub mod demo;
 pub mod eval;
 pub mod flexgen_probe;
 pub mod generate;
+pub mod passkey;
 pub mod plot;
 pub mod sim;
 pub mod ssd;

@@ -140,10 +140,7 @@ impl EvalRow {
 
     /// One CSV line (dense has compression 1).
     pub fn csv(&self) -> String {
-        let c = match self.policy.selection {
-            Selection::Dense => 1.0,
-            _ => self.policy.compression.get(),
-        };
+        let c = compression_column(&self.policy);
         let opt = |x: Option<f64>| x.map_or(String::new(), |x| format!("{x:.4}"));
         format!(
             "{},{},{},{},{:.6},{:.6},{:.4},{:.4},{:.4},{},{},{:.1}",
@@ -160,6 +157,14 @@ impl EvalRow {
             opt(self.bus_fraction),
             self.wall_s
         )
+    }
+}
+
+/// The compression a CSV row shows: 1 for dense, whatever it was given.
+pub(crate) fn compression_column(policy: &Policy) -> f64 {
+    match policy.selection {
+        Selection::Dense => 1.0,
+        _ => policy.compression.get(),
     }
 }
 
@@ -229,8 +234,9 @@ pub fn parse_csv(text: &str) -> Result<Vec<EvalRow>, String> {
     lines.map(|l| EvalRow::parse_fields(l, flash)).collect()
 }
 
-/// The backends of one evaluation.
-struct Backends {
+/// The backends of one evaluation (also `passkey`'s): where each method
+/// runs for an [`EvalBackend`].
+pub(crate) struct Backends {
     csd: Option<InStorage<SimTransport>>,
     engine: HostDense,
     host: HostDense,
@@ -239,13 +245,40 @@ struct Backends {
 }
 
 impl Backends {
+    /// The host backends, and `devices` simulated drives with flash pages
+    /// of `page_size` bytes when `kind` is [`EvalBackend::Csd`]. No SSD
+    /// store: [`evaluate`] adds its own.
+    pub(crate) fn new(kind: EvalBackend, devices: usize, page_size: u32) -> Result<Self, RunError> {
+        let layout = FlashLayout {
+            page_bytes: page_size,
+            dim_group: DIM_GROUP,
+        };
+        let mut b = Self {
+            csd: match kind {
+                EvalBackend::Csd => Some(InStorage::new(sim_array(devices, page_size)?, DIM_GROUP)),
+                _ => None,
+            },
+            engine: HostDense::engine(),
+            host: HostDense::new(),
+            #[cfg(target_os = "linux")]
+            ssd: None,
+        };
+        b.engine.set_flash_layout(layout);
+        b.host.set_flash_layout(layout);
+        Ok(b)
+    }
+
     /// The guardrail counts of the host backends (the device's are not
     /// counted here).
     fn guard(&self) -> host_driver::backend::GuardStats {
         self.host.guard + self.engine.guard
     }
 
-    fn pick(&mut self, policy: &Policy, kind: EvalBackend) -> &mut dyn AttentionBackend {
+    /// The backend `policy` runs on under `kind`: the device methods
+    /// (dense, SparF, SparF+, pages, quest) on the drive or the engine
+    /// model, block-sparse and dense on the SSD store when there is one,
+    /// the rest on the host reference.
+    pub(crate) fn pick(&mut self, policy: &Policy, kind: EvalBackend) -> &mut dyn AttentionBackend {
         let sel = policy.selection;
         let device_method = matches!(
             sel,
@@ -304,18 +337,30 @@ pub fn nll(logits: &[f32], target: u32) -> f64 {
 
 /// The configurations: dense first, then every method × compression.
 pub fn configurations(p: &EvalParams) -> Vec<Policy> {
+    policies(&p.methods, &p.compressions, p.guard, p.per_layer, p.pages)
+}
+
+/// Dense first, then every method of `methods` but dense × every
+/// compression, with the guardrail's and the page selection's knobs.
+pub fn policies(
+    methods: &[Selection],
+    compressions: &[Compression],
+    guard: host_driver::policy::GuardSetting,
+    per_layer: bool,
+    pages: host_driver::policy::PagesSetting,
+) -> Vec<Policy> {
     let mut out = vec![Policy::DENSE];
-    for &selection in &p.methods {
+    for &selection in methods {
         if selection == Selection::Dense {
             continue;
         }
-        for &compression in &p.compressions {
+        for &compression in compressions {
             out.push(Policy {
                 selection,
                 compression,
-                guard: p.guard,
-                per_layer: p.per_layer,
-                pages: p.pages,
+                guard,
+                per_layer,
+                pages,
             });
         }
     }
@@ -353,34 +398,15 @@ pub fn evaluate(
     let cfg = model.config();
     let shape = ModelShape::from(cfg);
     let configs = configurations(p);
-    let layout = FlashLayout {
-        page_bytes: p.page_size,
-        dim_group: DIM_GROUP,
-    };
-    let mut backends = Backends {
-        csd: match p.backend {
-            EvalBackend::Csd => Some(InStorage::new(
-                sim_array(p.devices, p.page_size)?,
-                DIM_GROUP,
-            )),
-            _ => None,
-        },
-        engine: HostDense::engine(),
-        host: HostDense::new(),
-        #[cfg(target_os = "linux")]
-        ssd: match p.backend {
-            EvalBackend::Ssd => {
-                // Dense runs here too: the read buffers hold a whole layer.
-                let capacity = p.context + p.continuation + 1;
-                Some(super::ssd::ssd_backend(
-                    &p.ssd, &p.kv_name, shape, capacity, capacity,
-                )?)
-            }
-            _ => None,
-        },
-    };
-    backends.engine.set_flash_layout(layout);
-    backends.host.set_flash_layout(layout);
+    let mut backends = Backends::new(p.backend, p.devices, p.page_size)?;
+    #[cfg(target_os = "linux")]
+    if p.backend == EvalBackend::Ssd {
+        // Dense runs here too: the read buffers hold a whole layer.
+        let capacity = p.context + p.continuation + 1;
+        backends.ssd = Some(super::ssd::ssd_backend(
+            &p.ssd, &p.kv_name, shape, capacity, capacity,
+        )?);
+    }
     #[cfg(not(target_os = "linux"))]
     if p.backend == EvalBackend::Ssd {
         return Err(super::ssd::unsupported());

@@ -243,6 +243,24 @@ fn bench_paper_names_its_figures_on_a_bad_one() {
 }
 
 #[test]
+fn passkey_rejects_bad_settings_with_status_2() {
+    for args in [
+        vec!["passkey", "--trials", "0"],
+        vec!["passkey", "--min-tokens", "5000"],
+        vec!["passkey", "--max-tokens", "9000"],
+        vec!["passkey", "--min-tokens", "20", "--max-tokens", "20"],
+        vec!["passkey", "--backend", "ssd"],
+        vec!["passkey", "--compression", "0"],
+        vec!["passkey", "--methods", "nope"],
+        vec!["passkey", "--pages-mass", "2"],
+    ] {
+        let out = bin().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).trim().is_empty(), "{args:?}");
+    }
+}
+
+#[test]
 fn a_kv_dir_that_is_a_file_is_a_clear_error() {
     let dir = scratch("kv-dir-file");
     let file = dir.join("not-a-dir");
