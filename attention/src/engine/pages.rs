@@ -227,6 +227,9 @@ fn chain_clusters(k: &[u16], d: usize, assign: &[u32], clusters: usize) -> (Vec<
 pub fn summarize(rows: &[u16], d: usize, out: &mut Vec<u16>) {
     out.clear();
     out.resize(2 * d, 0);
+    if d == 0 {
+        return;
+    }
     let mut first = true;
     for row in rows.chunks_exact(d) {
         for (i, &b) in row.iter().enumerate() {
@@ -254,6 +257,10 @@ pub fn bound_row(q_h: &[i32], summary: &[u16], out: &mut [u16]) {
 /// Bound logits, `g × pages` head-major: [`logit`] of each query head
 /// against each page's [`bound_row`], with the dense scale.
 pub fn page_logits(qf: &[i32], g: usize, d: usize, summaries: &[u16], out: &mut Vec<i32>) {
+    if d == 0 {
+        out.clear();
+        return;
+    }
     let pages = summaries.len() / (2 * d).max(1);
     let c = dense_scale(d);
     out.clear();
@@ -830,6 +837,16 @@ mod tests {
         };
         let got = pages_group(&q, &k, &v, shape, p).unwrap();
         assert_eq!(got.pages, vec![0]);
+    }
+
+    #[test]
+    fn zero_width_rows_are_empty_not_a_panic() {
+        let mut out = vec![1u16; 3];
+        summarize(&[1, 2, 3], 0, &mut out);
+        assert!(out.is_empty());
+        let mut l = vec![1i32];
+        page_logits(&[], 1, 0, &[1, 2], &mut l);
+        assert!(l.is_empty());
     }
 
     #[test]
