@@ -219,12 +219,30 @@ pub enum PageScore {
     /// The exact attention mass of the page's tokens (reads all of K: the
     /// page-granular oracle, a bound on what a page score can reach).
     Exact,
+    /// The attention mass of the page's tokens from a low-bit key sketch
+    /// kept in device DRAM: each key element as one of `2^bits` levels
+    /// between its page's min and max (`bits` 1, 2 or 4). With
+    /// `shortlist > 0` only the `shortlist · max_pages` pages the mean
+    /// score ranks first are scored so (the others stand in as their mean
+    /// logit in the same softmax); 0 scores every page.
+    Sketch {
+        /// Bits per key element: 1, 2 or 4.
+        bits: u8,
+        /// Pages scored by the sketch, as a multiple of `max_pages`; 0:
+        /// every page.
+        shortlist: u8,
+    },
 }
 
 impl PagesParams {
-    /// `page_tokens ≥ 1`, `max_pages ≥ 1`, `mass_milli ≤ 1000`.
+    /// `page_tokens ≥ 1`, `max_pages ≥ 1`, `mass_milli ≤ 1000`, sketch
+    /// bits 1, 2 or 4.
     pub fn validate(&self) -> Result<(), AttentionError> {
-        if self.page_tokens == 0 || self.max_pages == 0 || self.mass_milli > 1000 {
+        let bits_ok = match self.score {
+            PageScore::Sketch { bits, .. } => matches!(bits, 1 | 2 | 4),
+            _ => true,
+        };
+        if self.page_tokens == 0 || self.max_pages == 0 || self.mass_milli > 1000 || !bits_ok {
             return Err(AttentionError::InvalidSparse {
                 r: self.page_tokens,
                 k: self.max_pages,

@@ -435,7 +435,17 @@ where
             max_pages: c.k as usize,
             local_pages: usize::from(c.local),
             mass_milli: c.r,
-            score: if c.flags.mean() {
+            score: if c.flags.sketch() {
+                match seq.shape.placement {
+                    proto::Placement { sketch_bits: 0, .. } => {
+                        return Err(Status::INVALID_FIELD.into());
+                    }
+                    p => PageScore::Sketch {
+                        bits: p.sketch_bits,
+                        shortlist: p.sketch_shortlist,
+                    },
+                }
+            } else if c.flags.mean() {
                 PageScore::Mean
             } else {
                 PageScore::Bound

@@ -4,7 +4,13 @@
 //! pinned attention-sink rows. Both are kept up to date as tokens are
 //! appended, in slot order (the order the FTL stores them), so a decode
 //! scores pages without reading flash. Cost: `4·d` bytes per full page
-//! (1/32 of the K and V bytes at 32 tokens a page) plus `4·d` per sink.
+//! (1/32 of the K and V bytes at 32 tokens a page) plus `4·d` per sink;
+//! with a key sketch of `b` bits (`Placement::sketch_bits`), `b·d/8`
+//! bytes per token more (1/16 of the K bytes at b = 1) and a level table
+//! of `2^b · 2d` bytes per full page (1/16 of its K bytes at b = 1 and
+//! T = 32), packed as `attention::engine::sketch_pack` and
+//! `sketch_levels` make them once the page is full (the rows of the page
+//! being filled wait in DRAM until then).
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -35,12 +41,21 @@ pub(crate) struct PageIndex {
     /// The running summary of the current page and whether it holds a row.
     cur: Vec<u16>,
     cur_rows: bool,
+    /// Sketch bits (0: no sketch), the packed codes of every full page
+    /// (`code_stride` bytes each), their level tables (`2^bits · d` each,
+    /// `attention::engine::sketch_levels`) and the current page's key rows.
+    bits: u32,
+    pub codes: Vec<u8>,
+    pub levels: Vec<u16>,
+    cur_k: Vec<u16>,
     /// Slots appended so far.
     slots: usize,
 }
 
 impl PageIndex {
-    pub fn new(t: usize, d: usize, sink: usize) -> Self {
+    /// An empty index of pages of `t` tokens, `sink` pinned slots and a
+    /// key sketch of `bits` per element (0: none).
+    pub fn new(t: usize, d: usize, sink: usize, bits: u32) -> Self {
         Self {
             t: t.max(1),
             d,
@@ -56,8 +71,27 @@ impl PageIndex {
             rows: 0,
             cur: vec![0; 2 * d],
             cur_rows: false,
+            bits,
+            codes: Vec::new(),
+            levels: Vec::new(),
+            cur_k: Vec::new(),
             slots: 0,
         }
+    }
+
+    /// Sketch bits per key element (0: no sketch).
+    pub fn sketch_bits(&self) -> u32 {
+        self.bits
+    }
+
+    /// Elements of one full page's level table.
+    pub fn level_stride(&self) -> usize {
+        self.d << self.bits
+    }
+
+    /// Bytes of one full page's packed sketch.
+    pub fn code_stride(&self) -> usize {
+        (self.t * self.d * self.bits as usize).div_ceil(8)
     }
 
     /// Tokens per page.
@@ -75,6 +109,17 @@ impl PageIndex {
         self.sink
     }
 
+    /// Elements per key row.
+    pub fn head_dim(&self) -> usize {
+        self.d
+    }
+
+    /// The key rows of the page being filled (unpinned slots; kept only
+    /// with a sketch).
+    pub fn current_keys(&self) -> &[u16] {
+        &self.cur_k
+    }
+
     /// Appends rows in slot order (`n × d` each).
     pub fn push(&mut self, k: &[u16], v: &[u16]) {
         let d = self.d.max(1);
@@ -84,6 +129,9 @@ impl PageIndex {
                 self.sink_v.extend_from_slice(vr);
             } else {
                 self.add(kr);
+                if self.bits > 0 {
+                    self.cur_k.extend_from_slice(kr);
+                }
                 for ((sk, sv), (&a, &b)) in self
                     .sum_k
                     .iter_mut()
@@ -104,6 +152,15 @@ impl PageIndex {
                 }
                 self.summaries.extend_from_slice(&self.cur);
                 self.cur_rows = false;
+                if self.bits > 0 {
+                    let (mut page, mut page16) = (Vec::new(), Vec::new());
+                    model::sketch_pack(&self.cur_k, &self.cur, self.d, self.bits, &mut page);
+                    page.resize(self.code_stride(), 0);
+                    self.codes.extend_from_slice(&page);
+                    model::sketch_levels(&self.cur, self.d, self.bits, &mut page16);
+                    self.levels.extend_from_slice(&page16);
+                    self.cur_k.clear();
+                }
                 let mut mean = Vec::new();
                 model::mean_from_sums(&self.sum_k, self.rows, &mut mean);
                 self.mean_k.extend_from_slice(&mean);
@@ -147,14 +204,23 @@ mod tests {
         let k: Vec<u16> = (0..n * d).map(|_| f32_to_f16_bits(rng.normal())).collect();
         let v: Vec<u16> = (0..n * d).map(|_| f32_to_f16_bits(rng.normal())).collect();
         let mut want = Vec::new();
+        let (mut want_codes, mut want_levels) = (Vec::new(), Vec::new());
         let mut one = Vec::new();
         for p in 0..n / t {
             let lo = (p * t).max(sink);
-            model::summarize(&k[lo * d..(p + 1) * t * d], d, &mut one);
+            let rows = &k[lo * d..(p + 1) * t * d];
+            model::summarize(rows, d, &mut one);
             want.extend_from_slice(&one);
+            let mut codes = Vec::new();
+            model::sketch_pack(rows, &one, d, 2, &mut codes);
+            codes.resize(t * d * 2 / 8, 0);
+            want_codes.extend_from_slice(&codes);
+            let mut levels = Vec::new();
+            model::sketch_levels(&one, d, 2, &mut levels);
+            want_levels.extend_from_slice(&levels);
         }
         for split in [1, 5, 53] {
-            let mut ix = PageIndex::new(t, d, sink);
+            let mut ix = PageIndex::new(t, d, sink, 2);
             let mut at = 0;
             while at < n {
                 let hi = (at + split).min(n);
@@ -162,6 +228,8 @@ mod tests {
                 at = hi;
             }
             assert_eq!(ix.summaries, want, "split {split}");
+            assert_eq!(ix.codes, want_codes, "split {split}");
+            assert_eq!(ix.levels, want_levels, "split {split}");
             assert_eq!(ix.pinned(), sink);
             assert_eq!(ix.sink_k, k[..sink * d]);
             assert_eq!(ix.sink_v, v[..sink * d]);

@@ -49,9 +49,10 @@ impl Sequence {
         let heads = usize::from(shape.kv_heads);
         let d = usize::from(shape.head_dim);
         let sink = usize::from(shape.placement.sink);
+        let bits = u32::from(shape.placement.sketch_bits);
         Self {
             pages: (0..layers * heads)
-                .map(|_| PageIndex::new(page_tokens, d, sink))
+                .map(|_| PageIndex::new(page_tokens, d, sink, bits))
                 .collect(),
             id,
             shape,

@@ -197,33 +197,8 @@ impl<const N: usize> BoundRow<N> {
     }
 }
 
-/// What one run produced.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct BoundRun {
-    /// Every output beat's `N` lanes, in order.
-    pub beats: Vec<Vec<u16>>,
-    /// The clock (index into the stimulus) of each output beat.
-    pub out_clock: Vec<usize>,
-}
-
-impl BoundRun {
-    /// The bound rows of a run of `dims` (each row's d, in order), each
-    /// row's elements past d dropped.
-    pub fn rows(&self, dims: &[usize], lanes: usize) -> Vec<Vec<u16>> {
-        let mut beats = self.beats.iter();
-        dims.iter()
-            .map(|&d| {
-                let mut row: Vec<u16> = (0..crate::gemv::beats(d, lanes))
-                    .filter_map(|_| beats.next())
-                    .flatten()
-                    .copied()
-                    .collect();
-                row.truncate(d);
-                row
-            })
-            .collect()
-    }
-}
+/// What one run produced: every output beat and its clock.
+pub type BoundRun = crate::sim::RowRun;
 
 /// Runs `stim` through a fresh `BoundRow<N>` in rust-hdl.
 pub fn run<const N: usize>(stim: &[BoundCycle]) -> BoundRun {

@@ -15,6 +15,7 @@
 //! | [`Softmax`]                | `softmax.rs`    | Q16 logits → Q0.30 probabilities (n ≤ 8192, logits in BRAM)     | 1 logit per clock in and out; 3n + 51 clocks from `start` to `done` |
 //! | [`WeightedSum`]            | `weighted_sum.rs` | acc_i += p·fx(v_i) per row (d ≤ 256, i64 sums), then `finish` with α, v̄ | 8 lanes (fp16) per clock; ⌈d/8⌉ clocks per row; finish ⌈d/8⌉ clocks + 6 latency, 8 outputs per clock |
 //! | [`BoundRow`]               | `bound_row.rs`  | PAGES's bound row: per lane `max` where q ≥ 0, `min` where q < 0, from a page summary, in front of the GeMV lanes | 8 lanes (fp16) per clock; 1 clock latency |
+//! | [`SketchRow`]              | `sketch_row.rs` | PAGES's sketch row: per lane the level its 1- or 2-bit code picks from the page's level table, in front of the GeMV lanes | 8 lanes (fp16) per clock; 1 clock latency |
 //! | [`AttentionKernel`]        | `kernel.rs`     | one head's dense attention: K rows → GeMV → softmax → p RAM, V rows → weighted sum → d outputs (S ≤ 8192, d ≤ 256) | 8 lanes (fp16) per clock; 2·S·⌈d/8⌉ + 2S + ⌈d/8⌉ + 69 clocks from `start` to `done` |
 //!
 //! | [`Engine`]                 | `engine.rs`     | top level: `CH` channel filters → per-kernel packers → two kernels (on demand), argtopk, DMA streams, AXI4-Lite registers (map in [`engine`]) | 1 element per clock per channel; a job ≈ K + V page elements + 2S + ⌈d/8⌉ + ~75 clocks |
@@ -33,6 +34,7 @@
 //! | [`fx_mul`] | [`FxMul`]: the multiply stage (x · fx(h)) shared by the GeMV lanes and the weighted sum |
 //! | [`gemv`] | [`GemvUnit`]: the GeMV lanes of the attention kernel |
 //! | [`bound_row`] | [`BoundRow`]: the multiplexer that turns a page summary into the row that scores the page (PAGES) |
+//! | [`sketch_row`] | [`SketchRow`]: the multiplexer that decodes a page sketch's codes into key rows (PAGES) |
 //! | [`softmax`] | [`Softmax`]: the softmax unit of the attention kernel |
 //! | [`weighted_sum`] | [`WeightedSum`]: the value side of an attention kernel for one query head |
 //! | [`kernel`] | [`AttentionKernel`]: one query head's dense attention |
@@ -50,6 +52,7 @@ pub mod gemv;
 pub mod kernel;
 pub mod nfc_filter;
 pub mod sim;
+pub mod sketch_row;
 pub mod softmax;
 pub mod weighted_sum;
 
@@ -60,16 +63,18 @@ pub use fx_mul::FxMul;
 pub use gemv::GemvUnit;
 pub use kernel::AttentionKernel;
 pub use nfc_filter::NfcFilter;
+pub use sketch_row::SketchRow;
 pub use softmax::Softmax;
 pub use weighted_sum::WeightedSum;
 
 /// The blocks, by name (the Verilog file stem).
-pub const BLOCKS: [&str; 9] = [
+pub const BLOCKS: [&str; 10] = [
     "nfc_filter",
     "argtopk",
     "fx_mul",
     "gemv",
     "bound_row",
+    "sketch_row",
     "softmax",
     "weighted_sum",
     "kernel",
@@ -109,6 +114,7 @@ fn generate(name: &'static str) -> String {
         "fx_mul" => verilog(FxMul::<{ fx_mul::SYNTH_BITS }>::default(), name),
         "gemv" => verilog(GemvUnit::<{ gemv::SYNTH_LANES }>::default(), name),
         "bound_row" => verilog(BoundRow::<{ bound_row::SYNTH_LANES }>::default(), name),
+        "sketch_row" => verilog(SketchRow::<{ sketch_row::SYNTH_LANES }>::default(), name),
         "softmax" => verilog(Softmax::<{ softmax::SYNTH_ADDR_BITS }>::default(), name),
         "weighted_sum" => verilog(
             WeightedSum::<{ weighted_sum::SYNTH_LANES }>::default(),

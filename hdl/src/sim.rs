@@ -78,3 +78,32 @@ pub fn run_batches<B: Block, C>(
     }
     (batches, clocks)
 }
+
+/// What a run of a row-building block (the multiplexers in front of the
+/// GeMV lanes: `BoundRow`, `SketchRow`) produced.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RowRun {
+    /// Every output beat's lanes, in order.
+    pub beats: Vec<Vec<u16>>,
+    /// The clock (index into the stimulus) of each output beat.
+    pub out_clock: Vec<usize>,
+}
+
+impl RowRun {
+    /// The rows of a run of `dims` (each row's d, in order), ⌈d/lanes⌉
+    /// beats each, each row's elements past d dropped.
+    pub fn rows(&self, dims: &[usize], lanes: usize) -> Vec<Vec<u16>> {
+        let mut beats = self.beats.iter();
+        dims.iter()
+            .map(|&d| {
+                let mut row: Vec<u16> = (0..crate::gemv::beats(d, lanes))
+                    .filter_map(|_| beats.next())
+                    .flatten()
+                    .copied()
+                    .collect();
+                row.truncate(d);
+                row
+            })
+            .collect()
+    }
+}

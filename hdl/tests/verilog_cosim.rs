@@ -451,6 +451,142 @@ fn verilog_bound_row_matches_model() {
 }
 
 #[test]
+fn verilog_sketch_row_matches_model() {
+    use attention::engine::{sketch_levels, sketch_pack, summarize};
+    use hdl::sketch_row::{self, SYNTH_LANES, SketchPage};
+    if !have_iverilog() {
+        return;
+    }
+    let mut rng = SplitMix64::new(0x5EED_0009);
+    // Pages of both widths: the engine's sketch of random keys (special
+    // values among them), or raw code bytes and a table of any fp16
+    // pattern (±0, NaN, ±Inf among them).
+    let mut pages: Vec<SketchPage> = (0..60 * scale())
+        .map(|_| {
+            let d = match rng.next_u64() % 4 {
+                0 => 256,
+                1 => (rng.next_u64() % 20) as usize,
+                _ => (rng.next_u64() % 257) as usize,
+            };
+            let bits = 1 + (rng.next_u64() % 2) as u32;
+            let rows = 1 + (rng.next_u64() % 5) as usize;
+            if d > 0 && rng.next_u64() % 2 == 0 {
+                let keys: Vec<u16> = (0..rows * d)
+                    .map(|_| {
+                        let class = 1 + u64::from(rng.next_u64() % 8 == 0);
+                        fp16(&mut rng, class)
+                    })
+                    .collect();
+                let (mut summary, mut codes, mut levels) = (Vec::new(), Vec::new(), Vec::new());
+                summarize(&keys, d, &mut summary);
+                sketch_pack(&keys, &summary, d, bits, &mut codes);
+                sketch_levels(&summary, d, bits, &mut levels);
+                SketchPage {
+                    d,
+                    bits,
+                    rows,
+                    codes,
+                    levels,
+                }
+            } else {
+                let class = rng.next_u64() % 3;
+                SketchPage {
+                    d,
+                    bits,
+                    rows,
+                    codes: (0..(rows * d * bits as usize).div_ceil(8))
+                        .map(|_| rng.next_u64() as u8)
+                        .collect(),
+                    levels: (0..(1 << bits) * d)
+                        .map(|_| fp16(&mut rng, class))
+                        .collect(),
+                }
+            }
+        })
+        .collect();
+    // Edge case: codes 0, 1, 2, 3, 3, 2, 1, 0 each pick their own level,
+    // special values passed untouched.
+    pages.push(SketchPage {
+        d: 8,
+        bits: 2,
+        rows: 1,
+        codes: vec![0b1110_0100, 0b0001_1011],
+        levels: [
+            [
+                0x0000, 0x8000, 0x7C00, 0xFC00, 0x7E00, 0xFE01, 0x7BFF, 0xFBFF,
+            ],
+            [
+                0x8000, 0x0000, 0xFC00, 0x7C00, 0xFE01, 0x7E00, 0xFBFF, 0x7BFF,
+            ],
+            [
+                0x7C00, 0xFC00, 0x7E00, 0x0001, 0x8001, 0x0000, 0x3C00, 0xBC00,
+            ],
+            [
+                0xFC00, 0x7E00, 0x0001, 0x8001, 0x3C00, 0xBC00, 0x8000, 0x0000,
+            ],
+        ]
+        .concat(),
+    });
+    let stim = sketch_row::stimulus(&pages, SYNTH_LANES, 0x7E00, 7);
+    let lines = simulate(
+        "sketch_row",
+        stim.iter().map(|c| c.vector_line(SYNTH_LANES)),
+    );
+    let mut run = sketch_row::SketchRun::default();
+    for l in &lines[..lines.len() - 1] {
+        let f: Vec<&str> = l.split(' ').collect();
+        assert_eq!(f.len(), 1 + SYNTH_LANES, "line {l:?}");
+        run.out_clock.push(f[0].parse::<usize>().expect("clock"));
+        run.beats.push(
+            f[1..]
+                .iter()
+                .map(|x| u16::from_str_radix(x, 16).expect("hex"))
+                .collect(),
+        );
+    }
+    let dims = sketch_row::row_dims(&pages);
+    let got = run.rows(&dims, SYNTH_LANES);
+    assert_eq!(got.len(), dims.len());
+    let mut rows = got.iter();
+    for page in &pages {
+        for r in 0..page.rows {
+            let mut want = vec![0u16; page.d];
+            attention::engine::sketch_row(&page.codes, &page.levels, r, page.bits, &mut want);
+            assert_eq!(
+                rows.next(),
+                Some(&want),
+                "row {r}: d = {}, bits = {}, codes = {:02x?}, levels = {:04x?}",
+                page.d,
+                page.bits,
+                page.codes,
+                page.levels
+            );
+        }
+    }
+    assert_eq!(
+        got.last().map(Vec::as_slice),
+        Some(
+            &[
+                0x0000u16, 0x0000, 0x7E00, 0x8001, 0x3C00, 0x0000, 0xFBFF, 0xFBFF
+            ][..]
+        )
+    );
+    let rust = sketch_row::run::<SYNTH_LANES>(&stim);
+    assert_eq!(rust.beats, run.beats, "Verilog lanes differ from rust-hdl");
+    assert_eq!(
+        run.out_clock, rust.out_clock,
+        "Verilog clocks differ from rust-hdl"
+    );
+    eprintln!(
+        "verilog sketch_row: {} pages, {} rows, {} elements, {} clocks, bit-exact",
+        pages.len(),
+        dims.len(),
+        dims.iter().sum::<usize>(),
+        stim.len()
+    );
+}
+
+#[test]
 fn verilog_softmax_matches_model() {
     use hdl::softmax::{self, SYNTH_ADDR_BITS, SYNTH_N_MAX};
     if !have_iverilog() {

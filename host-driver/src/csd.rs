@@ -174,6 +174,13 @@ impl<T: Transport> Csd<T> {
             return Err(CsdError::SequenceExists(seq));
         }
         shape.validate()?;
+        let bits = shape.placement.sketch_bits;
+        if bits != 0 && self.info.caps.sketch_widths & (1 << bits) == 0 {
+            return Err(arg(format!(
+                "the drive keeps no {bits}-bit key sketch (Identify sketch_widths = {:#04x})",
+                self.info.caps.sketch_widths
+            )));
+        }
         self.run_io(SeqOpen::new(seq, shape).to_sqe(), IoData::None, "SEQ_OPEN")?;
         self.seqs.insert(seq, shape);
         Ok(())
@@ -317,6 +324,18 @@ impl<T: Transport> Csd<T> {
                     pp.sink, shape.placement.sink
                 )));
             }
+            if let attention::shape::PageScore::Sketch { bits, shortlist } = pp.score
+                && (bits, shortlist)
+                    != (
+                        shape.placement.sketch_bits,
+                        shape.placement.sketch_shortlist,
+                    )
+            {
+                return Err(arg(format!(
+                    "pages with a {bits}-bit sketch over a shortlist of {shortlist} on a sequence opened with {} bits and {}",
+                    shape.placement.sketch_bits, shape.placement.sketch_shortlist
+                )));
+            }
             let local = u16::try_from(pp.local_pages)
                 .map_err(|_| arg(format!("local pages = {} exceed u16", pp.local_pages)))?;
             let k = u32::try_from(pp.max_pages)
@@ -328,9 +347,10 @@ impl<T: Transport> Csd<T> {
             match pp.score {
                 attention::shape::PageScore::Bound => {}
                 attention::shape::PageScore::Mean => flags.0 |= DecodeFlags::MEAN.0,
+                attention::shape::PageScore::Sketch { .. } => flags.0 |= DecodeFlags::SKETCH.0,
                 other => {
                     return Err(arg(format!(
-                        "the drive scores pages by bound or mean, not {other:?}"
+                        "the drive scores pages by bound, mean or sketch, not {other:?}"
                     )));
                 }
             }

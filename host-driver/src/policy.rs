@@ -136,7 +136,7 @@ impl Selection {
                 "top c·S tokens by exact attention (reads all of K: a bound, not a method)"
             }
             Self::Pages => {
-                "flash-aware: alike keys placed on the same pages, sinks pinned in DRAM, at most c of the pages chosen from DRAM summaries and read whole, the rest as their mean key and value"
+                "flash-aware: alike keys placed on the same pages, sinks pinned in DRAM, at most c of the pages chosen by their tokens' masses under a 2-bit key sketch in DRAM and read whole, the rest as their mean key and value"
             }
             Self::Quest => {
                 "Quest-style: tokens in time order, at most c of the pages chosen by their min/max bound, read whole"
@@ -260,12 +260,18 @@ pub struct PagesSetting {
 }
 
 impl PagesSetting {
+    /// The sketch score's default shortlist (multiples of the page budget).
+    pub const SHORTLIST: u8 = 2;
+
     /// The tuned default (on the tuning text; see docs/flash-selection.md).
     pub const DEFAULT: PagesSetting = PagesSetting {
         page_bytes: 4096,
         local_pages: 1,
         mass: 1.0,
-        score: PageScore::Mean,
+        score: PageScore::Sketch {
+            bits: 2,
+            shortlist: Self::SHORTLIST,
+        },
         similar: true,
         fill: true,
         sink: 4,
@@ -302,6 +308,14 @@ impl PagesSetting {
             similar: self.similar,
             sink: u8::try_from(self.sink).unwrap_or(u8::MAX),
             recent_pages: u8::try_from(self.local_pages).unwrap_or(u8::MAX),
+            sketch_bits: match self.score {
+                PageScore::Sketch { bits, .. } => bits,
+                _ => 0,
+            },
+            sketch_shortlist: match self.score {
+                PageScore::Sketch { shortlist, .. } => shortlist,
+                _ => 0,
+            },
         }
     }
 

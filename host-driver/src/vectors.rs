@@ -123,9 +123,9 @@ pub fn run<T: Transport>(csd: &mut Csd<T>) -> Result<Vec<VectorResult>, CsdError
 
 /// The PAGES vectors: one sequence placed by similarity (2 KV heads × 3
 /// query heads, d = 64, 700 prompt tokens, 4 sinks pinned, the last page of
-/// the prompt in time order), decoded with the bound score, then the mean
-/// score with fill (a quarter of the pages), the second step appending its
-/// token. Same bits on every device that runs the same firmware.
+/// the prompt in time order, a 2-bit key sketch), decoded with the bound
+/// score, then the mean score and the sketch score with fill (a quarter of
+/// the pages), the second step appending its token. Same bits on every device that runs the same firmware.
 pub fn run_pages<T: Transport>(csd: &mut Csd<T>) -> Result<Vec<VectorResult>, CsdError> {
     use attention::shape::{PageScore, PagesParams};
     let (kv_heads, group, d, s, seq) = (2usize, 3usize, 64usize, 700usize, 21u32);
@@ -133,6 +133,8 @@ pub fn run_pages<T: Transport>(csd: &mut Csd<T>) -> Result<Vec<VectorResult>, Cs
         similar: true,
         sink: 4,
         recent_pages: 1,
+        sketch_bits: 2,
+        sketch_shortlist: 2,
     };
     let shape = SeqShape {
         layers: 1,
@@ -155,9 +157,19 @@ pub fn run_pages<T: Transport>(csd: &mut Csd<T>) -> Result<Vec<VectorResult>, Cs
     let t = csd.info().caps.page_size as usize / (2 * d);
     let mut out = Vec::new();
     for step in 0..2usize {
-        for (i, (score, fill)) in [(PageScore::Bound, false), (PageScore::Mean, true)]
-            .into_iter()
-            .enumerate()
+        for (i, (score, fill)) in [
+            (PageScore::Bound, false),
+            (PageScore::Mean, true),
+            (
+                PageScore::Sketch {
+                    bits: 2,
+                    shortlist: 2,
+                },
+                true,
+            ),
+        ]
+        .into_iter()
+        .enumerate()
         {
             let pos = s - 1 + step;
             let full = (pos + 1) / t;
@@ -172,7 +184,7 @@ pub fn run_pages<T: Transport>(csd: &mut Csd<T>) -> Result<Vec<VectorResult>, Cs
                 sink: 4,
             });
             let q = bits(&structured_query(
-                u64::from(seq) * 100 + (step * 2 + i) as u64,
+                u64::from(seq) * 100 + (step * 3 + i) as u64,
                 kv_heads * group,
                 d,
                 kv_heads,

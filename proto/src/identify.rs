@@ -90,7 +90,7 @@ pub(crate) fn check_admin(sqe: &Sqe, op: Opcode) -> Result<(), ProtoError> {
 /// Offsets: magic 0, version 4, methods 6, page_size 8, channels 12, ways
 /// 13, max_head_dim 14, blocks_per_die 16, pages_per_block 20, max_group 24,
 /// max_dim_group 25, max_layers 26, max_sequences 28, engine_clock_khz 32,
-/// engine_lanes 36, max_kv_heads 38, reserved0 39, dram_budget_bytes 40,
+/// engine_lanes 36, max_kv_heads 38, sketch_widths 39, dram_budget_bytes 40,
 /// max_tokens_per_stream 48, mdts_bytes 52, reserved 56..128.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Pod, Zeroable)]
@@ -128,8 +128,9 @@ pub struct CapabilityBlock {
     pub engine_lanes: u16,
     /// Largest `kv_heads` accepted.
     pub max_kv_heads: u8,
-    /// Zero.
-    pub reserved0: u8,
+    /// PAGES key sketches supported: bit `b` set for a `b`-bit sketch
+    /// (b = 1, 2, 4; SEQ_OPEN `sketch_bits`). Zero: none.
+    pub sketch_widths: u8,
     /// Device DRAM available for KV tails and results, in bytes.
     pub dram_budget_bytes: u64,
     /// Most tokens one (sequence, layer, kv head) stream may hold.
@@ -188,7 +189,7 @@ impl CapabilityBlock {
         put_u32(&mut b, 32, self.engine_clock_khz);
         put_u16(&mut b, 36, self.engine_lanes);
         b[38] = self.max_kv_heads;
-        b[39] = self.reserved0;
+        b[39] = self.sketch_widths;
         put_u64(&mut b, 40, self.dram_budget_bytes);
         put_u32(&mut b, 48, self.max_tokens_per_stream);
         put_u32(&mut b, 52, self.mdts_bytes);
@@ -222,7 +223,7 @@ impl CapabilityBlock {
             engine_clock_khz: get_u32(bytes, 32),
             engine_lanes: get_u16(bytes, 36),
             max_kv_heads: bytes[38],
-            reserved0: bytes[39],
+            sketch_widths: bytes[39],
             dram_budget_bytes: get_u64(bytes, 40),
             max_tokens_per_stream: get_u32(bytes, 48),
             mdts_bytes: get_u32(bytes, 52),

@@ -168,6 +168,12 @@ pub struct Placement {
     pub sink: u8,
     /// Pages at the end of an append kept in time order.
     pub recent_pages: u8,
+    /// Bits per key element of the page sketch the device keeps in DRAM
+    /// for PAGES' [`DecodeFlags::SKETCH`] score: 0 (none), 1, 2 or 4.
+    pub sketch_bits: u8,
+    /// The SKETCH score ranks only the pages the mean score shortlists,
+    /// this many times the decode's `k`; 0: every page.
+    pub sketch_shortlist: u8,
 }
 
 impl Placement {
@@ -176,6 +182,8 @@ impl Placement {
         similar: false,
         sink: 0,
         recent_pages: 0,
+        sketch_bits: 0,
+        sketch_shortlist: 0,
     };
     /// Most sink tokens a sequence may pin.
     pub const MAX_SINK: u8 = 64;
@@ -209,6 +217,9 @@ impl SeqShape {
         if self.placement.sink > Placement::MAX_SINK {
             return Err(invalid("sink", self.placement.sink));
         }
+        if !matches!(self.placement.sketch_bits, 0 | 1 | 2 | 4) {
+            return Err(invalid("sketch_bits", self.placement.sketch_bits));
+        }
         Ok(())
     }
 }
@@ -238,6 +249,11 @@ vendor_command! {
         pub sink: u8 = cdw14[7:0],
         /// Pages at the end of an append kept in time order.
         pub recent_pages: u8 = cdw14[15:8],
+        /// Bits per key element of the DRAM page sketch (0, 1, 2 or 4).
+        pub sketch_bits: u8 = cdw14[23:16],
+        /// Pages the mean score shortlists for the sketch score, in
+        /// multiples of k (0: every page).
+        pub sketch_shortlist: u8 = cdw14[31:24],
     }
 }
 
@@ -255,6 +271,8 @@ impl SeqOpen {
             similar: shape.placement.similar,
             sink: shape.placement.sink,
             recent_pages: shape.placement.recent_pages,
+            sketch_bits: shape.placement.sketch_bits,
+            sketch_shortlist: shape.placement.sketch_shortlist,
         }
     }
 
@@ -271,6 +289,8 @@ impl SeqOpen {
                 similar: self.similar,
                 sink: self.sink,
                 recent_pages: self.recent_pages,
+                sketch_bits: self.sketch_bits,
+                sketch_shortlist: self.sketch_shortlist,
             },
         }
     }
@@ -456,8 +476,13 @@ impl DecodeFlags {
     /// PAGES only: pages are scored by their mean key (the logit of q
     /// against it, plus ln of its rows) instead of the min/max bound.
     pub const MEAN: DecodeFlags = DecodeFlags(8);
+    /// PAGES only: pages are scored by the attention mass of their tokens
+    /// under the sequence's DRAM key sketch ([`Placement::sketch_bits`]);
+    /// with FILL the unread tokens join the softmax at their sketch logits
+    /// with their page's mean value. Takes precedence over MEAN.
+    pub const SKETCH: DecodeFlags = DecodeFlags(16);
     /// All defined bits.
-    pub const ALL: DecodeFlags = DecodeFlags(15);
+    pub const ALL: DecodeFlags = DecodeFlags(31);
 
     /// APPEND_KV is set.
     pub const fn append_kv(self) -> bool {
@@ -477,6 +502,11 @@ impl DecodeFlags {
     /// MEAN is set.
     pub const fn mean(self) -> bool {
         self.0 & Self::MEAN.0 != 0
+    }
+
+    /// SKETCH is set.
+    pub const fn sketch(self) -> bool {
+        self.0 & Self::SKETCH.0 != 0
     }
 }
 
@@ -726,7 +756,7 @@ impl DecodeSubmit {
         reserved("flags", flags.0, !DecodeFlags::ALL.0 as u64)?;
         match method {
             Method::DENSE => {
-                if flags.guard() || flags.fill() || flags.mean() {
+                if flags.guard() || flags.fill() || flags.mean() || flags.sketch() {
                     return Err(invalid("flags", flags.0));
                 }
                 if cmd.r != 0 {
@@ -740,7 +770,7 @@ impl DecodeSubmit {
                 }
             }
             Method::SPARF => {
-                if flags.fill() || flags.mean() {
+                if flags.fill() || flags.mean() || flags.sketch() {
                     return Err(invalid("flags", flags.0));
                 }
                 if cmd.r == 0 || cmd.r > MAX_HEAD_DIM {

@@ -316,12 +316,12 @@ pub fn select_pages_from_probs(
             *k += u64::from(x);
         }
     }
-    choose_pages(keys, g, p, topk)
+    select_pages_from_keys(keys, g, p, topk)
 }
 
 /// The choice from page keys (Σ over the group of Q0.30 masses): the
 /// recency bonus, argtopk of `max_pages`, the mass budget.
-fn choose_pages(
+pub fn select_pages_from_keys(
     mut keys: Vec<u64>,
     g: usize,
     p: PagesParams,
@@ -380,7 +380,7 @@ pub fn page_tokens(pages: &[u32], t: usize, s: usize, sink: usize) -> Vec<u32> {
 }
 
 /// Slots of full page `p` that its summary covers (pinned sinks excluded).
-fn page_span(p: usize, t: usize, sink: usize) -> core::ops::Range<usize> {
+pub fn page_span(p: usize, t: usize, sink: usize) -> core::ops::Range<usize> {
     let hi = (p + 1) * t;
     (p * t).max(sink).min(hi)..hi
 }
@@ -424,23 +424,7 @@ pub fn pages_group(
             page_logits(&qf, g, d, &summaries, &mut logits);
             select_pages(&logits, g, p)
         }
-        PageScore::Mean => {
-            let c = dense_scale(d);
-            let means: Vec<Vec<u16>> = (0..full)
-                .map(|pg| {
-                    let r = page_span(pg, t, p.sink);
-                    mean_row(&k[r.start * d..r.end * d], d)
-                })
-                .collect();
-            let mut logits = vec![0i32; g * full];
-            for (h, q_h) in qf.chunks_exact(d).enumerate() {
-                for (pi, m) in means.iter().enumerate() {
-                    let n = page_span(pi, t, p.sink).len();
-                    logits[h * full + pi] = mean_logit(q_h, m, n, c);
-                }
-            }
-            select_pages(&logits, g, p)
-        }
+        PageScore::Mean => select_pages(&mean_page_logits(&qf, k, d, full, t, p.sink), g, p),
         PageScore::Gauss => {
             let mut logits = vec![0i32; g * full];
             for pg in 0..full {
@@ -454,22 +438,33 @@ pub fn pages_group(
             select_pages(&logits, g, p)
         }
         PageScore::Exact => {
-            // Softmax over every token per head, mass summed per page.
-            let c = dense_scale(d);
-            let mut keys = vec![0u64; full];
-            let mut l = vec![0i32; s];
-            let mut pr = vec![0u32; s];
-            for q_h in qf.chunks_exact(d) {
-                for (x, row) in l.iter_mut().zip(k.chunks_exact(d)) {
-                    *x = logit(q_h, row, c);
-                }
-                softmax(&l, &mut pr);
-                for (pg, key) in keys.iter_mut().enumerate() {
-                    let r = page_span(pg, t, p.sink);
-                    *key += pr[r].iter().map(|&x| u64::from(x)).sum::<u64>();
-                }
+            select_pages_from_keys(mass_keys(&qf, k, d, full, t, p.sink), g, p, argtopk)
+        }
+        PageScore::Sketch { bits, shortlist } => {
+            let approx = sketched(k, d, full, t, p.sink, bits);
+            let listed = usize::from(shortlist).saturating_mul(p.max_pages);
+            if shortlist == 0 || listed >= full {
+                select_pages_from_keys(mass_keys(&qf, &approx, d, full, t, p.sink), g, p, argtopk)
+            } else {
+                // The mean score shortlists `listed` pages; the sketch
+                // ranks them, the rest stand in as their mean logits.
+                let ml = mean_page_logits(&qf, k, d, full, t, p.sink);
+                let wide = PagesParams {
+                    max_pages: listed,
+                    mass_milli: 1000,
+                    ..p
+                };
+                let cand = select_pages(&ml, g, wide);
+                let (rows, spans) = shortlist_rows(&approx, d, &cand, full, t, p.sink);
+                let stand = shortlist_stand_ins(&cand, full, t, p.sink);
+                let extra: Vec<i32> = ml
+                    .chunks_exact(full)
+                    .flat_map(|l| stand.iter().map(|&pg| l[pg]))
+                    .collect();
+                let probs = head_probs(&qf, &rows, &extra, stand.len(), d);
+                let n = rows.len() / d + stand.len();
+                select_pages_from_keys(span_masses(&probs, n, full, &spans), g, p, argtopk)
             }
-            choose_pages(keys, g, p, argtopk)
         }
     };
     let tokens = page_tokens(&pages, t, s, p.sink);
@@ -520,6 +515,217 @@ pub fn pages_group(
         pages,
         tokens: tokens.len(),
     })
+}
+
+/// Page keys from token masses: per query head, exact logits of `rows`
+/// (`S × d`, the keys or their sketch) against all S tokens, softmax,
+/// then [`span_masses`] over every full page.
+fn mass_keys(qf: &[i32], rows: &[u16], d: usize, full: usize, t: usize, sink: usize) -> Vec<u64> {
+    let spans: Vec<_> = (0..full)
+        .map(|pg| (pg as u32, page_span(pg, t, sink)))
+        .collect();
+    let probs = head_probs(qf, rows, &[], 0, d);
+    span_masses(&probs, rows.len() / d.max(1), full, &spans)
+}
+
+/// Per query head (`g × n`, Q0.30): the softmax of the logits of `rows`
+/// followed by `extra` (`g × m` more logits, head-major).
+fn head_probs(qf: &[i32], rows: &[u16], extra: &[i32], m: usize, d: usize) -> Vec<u32> {
+    let c = dense_scale(d);
+    let n = rows.len() / d.max(1) + m;
+    let mut probs = vec![0u32; qf.len() / d.max(1) * n];
+    let mut l = vec![0i32; n];
+    for (h, (q_h, pr)) in qf
+        .chunks_exact(d)
+        .zip(probs.chunks_exact_mut(n.max(1)))
+        .enumerate()
+    {
+        for (x, row) in l.iter_mut().zip(rows.chunks_exact(d)) {
+            *x = logit(q_h, row, c);
+        }
+        l[n - m..].copy_from_slice(&extra[h * m..(h + 1) * m]);
+        softmax(&l, pr);
+    }
+    probs
+}
+
+/// Page keys from per-head probabilities (`g × n`, Q0.30) of rows whose
+/// pages are `spans` (page, rows): each page's probabilities summed over
+/// its rows and the group; pages not in `spans` 0.
+pub fn span_masses(
+    probs: &[u32],
+    n: usize,
+    full: usize,
+    spans: &[(u32, core::ops::Range<usize>)],
+) -> Vec<u64> {
+    let mut keys = vec![0u64; full];
+    if n == 0 {
+        return keys;
+    }
+    for pr in probs.chunks_exact(n) {
+        for (pg, r) in spans {
+            keys[*pg as usize] += pr[r.clone()].iter().map(|&x| u64::from(x)).sum::<u64>();
+        }
+    }
+    keys
+}
+
+/// Page logits of the mean score (`g × full`): logit(q, k̄) + ln n per
+/// page.
+fn mean_page_logits(
+    qf: &[i32],
+    k: &[u16],
+    d: usize,
+    full: usize,
+    t: usize,
+    sink: usize,
+) -> Vec<i32> {
+    let c = dense_scale(d);
+    let means: Vec<Vec<u16>> = (0..full)
+        .map(|pg| {
+            let r = page_span(pg, t, sink);
+            mean_row(&k[r.start * d..r.end * d], d)
+        })
+        .collect();
+    let mut logits = vec![0i32; qf.len() / d.max(1) * full];
+    for (h, q_h) in qf.chunks_exact(d).enumerate() {
+        for (pi, m) in means.iter().enumerate() {
+            let n = page_span(pi, t, sink).len();
+            logits[h * full + pi] = mean_logit(q_h, m, n, c);
+        }
+    }
+    logits
+}
+
+/// The rows the shortlisted sketch score attends, in slot order: every
+/// slot outside the full pages not listed (sinks and tail exact, listed
+/// pages as their sketch in `approx`); and where each listed page's
+/// rows lie in them.
+pub fn shortlist_rows(
+    approx: &[u16],
+    d: usize,
+    listed: &[u32],
+    full: usize,
+    t: usize,
+    sink: usize,
+) -> (Vec<u16>, Vec<(u32, core::ops::Range<usize>)>) {
+    let s = approx.len() / d.max(1);
+    let mut rows = Vec::new();
+    let mut spans = Vec::new();
+    let mut j = 0;
+    for pg in 0..full {
+        let r = page_span(pg, t, sink);
+        rows.extend_from_slice(&approx[j * d..r.start * d]);
+        if listed.binary_search(&(pg as u32)).is_ok() {
+            let at = rows.len() / d.max(1);
+            rows.extend_from_slice(&approx[r.start * d..r.end * d]);
+            spans.push((pg as u32, at..at + r.len()));
+        }
+        j = r.end;
+    }
+    rows.extend_from_slice(&approx[j.min(s) * d..s * d]);
+    (rows, spans)
+}
+
+/// The unlisted full pages that stand in for their tokens in the
+/// shortlisted sketch score (those with rows), ascending.
+pub fn shortlist_stand_ins(listed: &[u32], full: usize, t: usize, sink: usize) -> Vec<usize> {
+    (0..full)
+        .filter(|&pg| {
+            listed.binary_search(&(pg as u32)).is_err() && !page_span(pg, t, sink).is_empty()
+        })
+        .collect()
+}
+
+/// The sketch level `code` of `L = 2^bits` between `lo` and `hi` (fp16
+/// bits): the centre of bin `code` of `L` equal bins,
+/// lo + ⌊(hi − lo) · (2·code + 1) / (2L)⌋ in Fx, to fp16.
+pub fn sketch_level(lo: u16, hi: u16, code: u8, bits: u32) -> u16 {
+    let bins = 1i64 << bits;
+    let span = i64::from(fx(hi)) - i64::from(fx(lo));
+    let x = i64::from(fx(lo)) + (span * (2 * i64::from(code) + 1)).div_euclid(2 * bins);
+    f32_to_f16_bits(fx_to_f32(x as i32))
+}
+
+/// The `bits`-bit code of `x` between `lo` and `hi` (fp16 bits): its bin
+/// of `2^bits` equal bins, ⌊L · (x − lo) / (hi − lo)⌋ clamped to L − 1; 0
+/// when hi ≤ lo.
+pub fn sketch_code(x: u16, lo: u16, hi: u16, bits: u32) -> u8 {
+    let bins = 1i64 << bits;
+    let span = i64::from(fx(hi)) - i64::from(fx(lo));
+    if span <= 0 {
+        return 0;
+    }
+    let num = (i64::from(fx(x)) - i64::from(fx(lo))) * bins;
+    num.div_euclid(span).clamp(0, bins - 1) as u8
+}
+
+/// Packs the codes of `rows` (one page's `n × d` keys, `summary` its
+/// [`summarize`]) at `bits` per element, element `e` (row-major) at bit
+/// `e · bits` of `out` (little-endian within a byte): the page's sketch as
+/// device DRAM holds it, `⌈n · d · bits / 8⌉` bytes.
+pub fn sketch_pack(rows: &[u16], summary: &[u16], d: usize, bits: u32, out: &mut Vec<u8>) {
+    out.clear();
+    out.resize((rows.len() * bits as usize).div_ceil(8), 0);
+    if d == 0 {
+        return;
+    }
+    for (e, &x) in rows.iter().enumerate() {
+        let i = e % d;
+        let code = sketch_code(x, summary[i], summary[d + i], bits);
+        let at = e * bits as usize;
+        out[at / 8] |= code << (at % 8);
+    }
+}
+
+/// A page's sketch level table: for each code `c < 2^bits` the `d`
+/// levels [`sketch_level`] of its elements, code-major (`levels[c·d + i]`),
+/// from the page's [`summarize`]. Device DRAM keeps it beside the codes,
+/// so decoding is a multiplexer per element (`hdl::SketchRow`).
+pub fn sketch_levels(summary: &[u16], d: usize, bits: u32, out: &mut Vec<u16>) {
+    out.clear();
+    for c in 0..1u8 << bits {
+        out.extend((0..d).map(|i| sketch_level(summary[i], summary[d + i], c, bits)));
+    }
+}
+
+/// Row `r` of a packed page sketch, decoded through its level table
+/// ([`sketch_levels`]) into `out` (`d` values): element i takes
+/// `levels[code·d + i]`.
+pub fn sketch_row(codes: &[u8], levels: &[u16], r: usize, bits: u32, out: &mut [u16]) {
+    let d = out.len();
+    let mask = (1u8 << bits) - 1;
+    for (i, o) in out.iter_mut().enumerate() {
+        let at = (r * d + i) * bits as usize;
+        let code = codes.get(at / 8).map_or(0, |&b| (b >> (at % 8)) & mask);
+        *o = levels.get(usize::from(code) * d + i).copied().unwrap_or(0);
+    }
+}
+
+/// `rows` (one page's `n × d` keys) through the sketch: packed against
+/// the page's [`summarize`] and decoded again, in place.
+pub fn sketch_rows(rows: &mut [u16], d: usize, bits: u32) {
+    if d == 0 {
+        return;
+    }
+    let (mut summary, mut codes, mut levels) = (Vec::new(), Vec::new(), Vec::new());
+    summarize(rows, d, &mut summary);
+    sketch_pack(rows, &summary, d, bits, &mut codes);
+    sketch_levels(&summary, d, bits, &mut levels);
+    for (r, row) in rows.chunks_exact_mut(d).enumerate() {
+        sketch_row(&codes, &levels, r, bits, row);
+    }
+}
+
+/// The keys as the scorer sees them: every full page's tokens (pinned
+/// sinks excluded) through the sketch, the sinks and the tail exact.
+fn sketched(k: &[u16], d: usize, full: usize, t: usize, sink: usize, bits: u8) -> Vec<u16> {
+    let mut approx = k.to_vec();
+    for pg in 0..full {
+        let r = page_span(pg, t, sink);
+        sketch_rows(&mut approx[r.start * d..r.end * d], d, u32::from(bits));
+    }
+    approx
 }
 
 /// The mean of a page's rows, rounded to fp16 ([`mean_from_sums`]).
@@ -705,6 +911,21 @@ mod tests {
         (0..n).map(|_| f32_to_f16_bits(rng.normal())).collect()
     }
 
+    /// One query head of d = 16 ones against 64 keys of small noise.
+    fn one_head(seed: u64) -> (GroupShape, Vec<u16>, Vec<u16>, SplitMix64) {
+        let mut rng = SplitMix64::new(seed);
+        let (d, s) = (16, 64);
+        let q: Vec<u16> = (0..d).map(|_| f32_to_f16_bits(1.0)).collect();
+        let k: Vec<u16> = (0..s * d)
+            .map(|_| f32_to_f16_bits(0.1 * rng.normal()))
+            .collect();
+        let shape = GroupShape {
+            group: 1,
+            head_dim: d,
+        };
+        (shape, q, k, rng)
+    }
+
     fn params(max_pages: usize) -> PagesParams {
         PagesParams {
             page_tokens: 8,
@@ -795,16 +1016,8 @@ mod tests {
 
     #[test]
     fn chooses_the_page_of_the_heavy_token_and_the_local_page() {
-        let mut rng = SplitMix64::new(2);
-        let (g, d, s) = (1, 16, 64);
-        let shape = GroupShape {
-            group: g,
-            head_dim: d,
-        };
-        let q: Vec<u16> = (0..d).map(|_| f32_to_f16_bits(1.0)).collect();
-        let mut k: Vec<u16> = (0..s * d)
-            .map(|_| f32_to_f16_bits(0.1 * rng.normal()))
-            .collect();
+        let (shape, q, mut k, mut rng) = one_head(2);
+        let (d, s) = (shape.head_dim, 64);
         for x in &mut k[19 * d..20 * d] {
             *x = f32_to_f16_bits(2.0);
         }
@@ -815,17 +1028,101 @@ mod tests {
     }
 
     #[test]
-    fn mass_budget_reads_fewer_pages_when_mass_is_concentrated() {
-        let mut rng = SplitMix64::new(4);
-        let (g, d, s) = (1, 16, 64);
-        let shape = GroupShape {
-            group: g,
-            head_dim: d,
+    fn a_sketch_level_is_within_half_a_bin() {
+        let mut rng = SplitMix64::new(11);
+        for bits in [1u32, 2, 4] {
+            for _ in 0..2000 {
+                let (a, b) = (rng.normal() * 3.0, rng.normal() * 3.0);
+                let (lo, hi) = (a.min(b), a.max(b));
+                let (lo, hi) = (f32_to_f16_bits(lo), f32_to_f16_bits(hi));
+                let x =
+                    fx_to_f32(fx(lo)) + rng.next_f32() * (fx_to_f32(fx(hi)) - fx_to_f32(fx(lo)));
+                let x = f32_to_f16_bits(x);
+                let level = sketch_level(lo, hi, sketch_code(x, lo, hi, bits), bits);
+                let span = fx_to_f32(fx(hi)) - fx_to_f32(fx(lo));
+                let err = (fx_to_f32(fx(level)) - fx_to_f32(fx(x))).abs();
+                // Half a bin, plus fp16 rounding of the level and of x.
+                let tol = span / (2 << bits) as f32 + 2.0 * 1e-3 * fx_to_f32(fx(hi)).abs().max(1.0);
+                assert!(err <= tol, "bits {bits}: {err} > {tol}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_packed_sketch_decodes_to_the_levels_of_its_codes() {
+        let mut rng = SplitMix64::new(12);
+        let (n, d) = (5, 12);
+        let rows = draw(&mut rng, n * d);
+        let mut summary = Vec::new();
+        summarize(&rows, d, &mut summary);
+        for bits in [1u32, 2, 4] {
+            let mut codes = Vec::new();
+            sketch_pack(&rows, &summary, d, bits, &mut codes);
+            assert_eq!(codes.len(), (n * d * bits as usize).div_ceil(8));
+            let (mut row, mut levels) = (vec![0u16; d], Vec::new());
+            sketch_levels(&summary, d, bits, &mut levels);
+            assert_eq!(levels.len(), d << bits);
+            for r in 0..n {
+                sketch_row(&codes, &levels, r, bits, &mut row);
+                for i in 0..d {
+                    let (lo, hi) = (summary[i], summary[d + i]);
+                    let code = sketch_code(rows[r * d + i], lo, hi, bits);
+                    assert_eq!(
+                        row[i],
+                        sketch_level(lo, hi, code, bits),
+                        "bits {bits} row {r} dim {i}"
+                    );
+                }
+            }
+            // Element e sits at bit e·bits, little-endian in its byte.
+            let first = sketch_code(rows[0], summary[0], summary[d], bits);
+            assert_eq!(codes[0] & ((1u8 << bits) - 1), first);
+        }
+        // The extremes of each element code to the first and last bins.
+        let mut codes = Vec::new();
+        sketch_pack(&summary[..d], &summary, d, 2, &mut codes);
+        assert!(codes.iter().all(|&b| b == 0), "the minima are bin 0");
+        sketch_pack(&summary[d..], &summary, d, 2, &mut codes);
+        assert!(codes.iter().all(|&b| b == 0xFF), "the maxima are bin 3");
+    }
+
+    #[test]
+    fn the_sketch_finds_a_heavy_token_the_page_mean_hides() {
+        // Page 2's other tokens point away from q: its mean key scores
+        // low, the sketch of token 19 does not.
+        let (shape, q, mut k, mut rng) = one_head(2);
+        let (d, s) = (shape.head_dim, 64);
+        for (j, x) in k[16 * d..24 * d].iter_mut().enumerate() {
+            *x = f32_to_f16_bits(if j / d == 3 { 2.0 } else { -1.0 });
+        }
+        let v = draw(&mut rng, s * d);
+        let mean = PagesParams {
+            score: PageScore::Mean,
+            ..params(2)
         };
-        let q: Vec<u16> = (0..d).map(|_| f32_to_f16_bits(1.0)).collect();
-        let mut k: Vec<u16> = (0..s * d)
-            .map(|_| f32_to_f16_bits(0.1 * rng.normal()))
-            .collect();
+        assert!(
+            !pages_group(&q, &k, &v, shape, mean)
+                .unwrap()
+                .pages
+                .contains(&2)
+        );
+        for bits in [1, 2, 4] {
+            for fill in [false, true] {
+                let p = PagesParams {
+                    score: PageScore::Sketch { bits, shortlist: 0 },
+                    fill,
+                    ..params(2)
+                };
+                let got = pages_group(&q, &k, &v, shape, p).unwrap();
+                assert_eq!(got.pages, vec![2, 7], "bits {bits} fill {fill}");
+            }
+        }
+    }
+
+    #[test]
+    fn mass_budget_reads_fewer_pages_when_mass_is_concentrated() {
+        let (shape, q, mut k, mut rng) = one_head(4);
+        let (d, s) = (shape.head_dim, 64);
         for x in &mut k[3 * d..4 * d] {
             *x = f32_to_f16_bits(3.0);
         }

@@ -34,6 +34,7 @@
 //! `dense_group`.
 
 mod dims;
+mod pages;
 mod tokens;
 
 use crate::counters::Counters;
@@ -43,7 +44,7 @@ use crate::reads::{Arrival, ReadQueue};
 use alloc::vec;
 use alloc::vec::Vec;
 use attention::engine as model;
-use attention::shape::{Guard, PageScore, PagesParams, SparseParams};
+use attention::shape::{Guard, PagesParams, SparseParams};
 use ftl::{Ftl, StreamId};
 use proto::Status;
 
@@ -311,7 +312,7 @@ fn start<'j, B: Nand + Engine>(
     match p.method {
         MethodParams::Dense => tokens_stage(cx, h, run, p, queue, tokens::Selection::ALL),
         MethodParams::Pages(params) => {
-            let c = select_pages(cx.board, job, params)?;
+            let c = pages::select_pages(cx.board, job, params)?;
             let ix = job.index;
             let d = job.d;
             let pinned =
@@ -467,104 +468,6 @@ fn select_dims<B: Engine>(board: &mut B, job: &HeadJob<'_>, r: usize) -> Vec<u16
     let mut picked = Vec::new();
     board.argtopk(&keys, r, &mut picked);
     picked.iter().map(|&i| i as u16).collect()
-}
-
-/// What PAGES attends for one head: `sel` (tokens, ascending), of which
-/// the first `pinned` are sink rows in DRAM, and with fill the unread
-/// pages' stand-ins (mean K rows, mean V rows, ln of their row counts).
-struct PagesChoice {
-    sel: Vec<u32>,
-    pinned: usize,
-    virt: Option<(Vec<u16>, Vec<u16>, Vec<i32>)>,
-}
-
-/// PAGES for one head: bound rows from the DRAM summaries (the `bound_row`
-/// multiplexer) → bound logits on the GeMV lanes → softmax per query head
-/// → page keys → argtopk and the mass budget
-/// (`attention::engine::pages_group`).
-fn select_pages<B: Engine>(
-    board: &mut B,
-    job: &HeadJob<'_>,
-    params: PagesParams,
-) -> Result<PagesChoice, Status> {
-    let ix = job.index;
-    let (s, g, d) = (job.s, job.g, job.d);
-    let t = ix.page_tokens();
-    let full = s / t;
-    let mut logits = vec![0i32; g * full];
-    let scale = [model::dense_scale(d)];
-    match params.score {
-        PageScore::Bound => {
-            let summaries = ix
-                .summaries
-                .get(..full * 2 * d)
-                .ok_or(Status::INTERNAL_ERROR)?;
-            let mut rows = vec![0u16; full * d];
-            for h in 0..g {
-                let q_h = &job.q[h * d..(h + 1) * d];
-                for (row, summary) in rows.chunks_exact_mut(d).zip(summaries.chunks_exact(2 * d)) {
-                    model::bound_row(q_h, summary, row);
-                }
-                board.logits(LogitJob {
-                    queries: q_h,
-                    scales: &scale,
-                    rows: &rows,
-                    width: d,
-                    out: &mut logits[h * full..(h + 1) * full],
-                    out_stride: full,
-                    out_offset: 0,
-                });
-            }
-        }
-        PageScore::Mean => {
-            // Every query head against the mean keys on the GeMV lanes,
-            // then + ln n per page.
-            let means = ix.mean_k.get(..full * d).ok_or(Status::INTERNAL_ERROR)?;
-            let rows = ix.mean_rows.get(..full).ok_or(Status::INTERNAL_ERROR)?;
-            board.logits(LogitJob {
-                queries: job.q,
-                scales: &vec![scale[0]; g],
-                rows: means,
-                width: d,
-                out: &mut logits,
-                out_stride: full,
-                out_offset: 0,
-            });
-            for l in logits.chunks_exact_mut(full.max(1)) {
-                for (x, &n) in l.iter_mut().zip(rows) {
-                    *x = x.saturating_add(model::ln_q16(n as usize));
-                }
-            }
-        }
-        PageScore::Gauss | PageScore::Exact => return Err(Status::INTERNAL_ERROR),
-    }
-    let probs = softmax_heads(board, &logits, g, full);
-    let pages = model::select_pages_from_probs(&probs, g, params, |keys, k, out| {
-        board.argtopk(keys, k, out)
-    });
-    let pinned = ix.sink().min(full * t).min(ix.pinned());
-    let virt = if params.fill {
-        let (mut kb, mut vb, mut ln) = (Vec::new(), Vec::new(), Vec::new());
-        for pg in (0..full).filter(|pg| pages.binary_search(&(*pg as u32)).is_err()) {
-            let rows = *ix.mean_rows.get(pg).ok_or(Status::INTERNAL_ERROR)?;
-            if rows == 0 {
-                // Every slot pinned: no stand-in.
-                continue;
-            }
-            let span = pg * d..(pg + 1) * d;
-            kb.extend_from_slice(ix.mean_k.get(span.clone()).ok_or(Status::INTERNAL_ERROR)?);
-            vb.extend_from_slice(ix.mean_v.get(span).ok_or(Status::INTERNAL_ERROR)?);
-            ln.push(model::ln_q16(rows as usize));
-        }
-        Some((kb, vb, ln))
-    } else {
-        None
-    };
-    Ok(PagesChoice {
-        sel: model::page_tokens(&pages, t, s, pinned),
-        pinned,
-        virt,
-    })
 }
 
 /// SparF steps 4-7 for one head: approximate logits over the chosen dims

@@ -348,8 +348,58 @@ fn pages_on_the_device_is_the_engine_model_bit_for_bit() {
     use crate::policy::{Compression, Policy, Selection};
     let s = 700;
     let dense = drive_long(&mut HostDense::engine(), Method::Dense, s);
-    use attention::shape::PageScore::{Bound, Mean};
+    use attention::shape::PageScore::{Bound, Mean, Sketch};
     for (similar, sink, c, fill, score) in [
+        (
+            true,
+            4,
+            "1/4",
+            true,
+            Sketch {
+                bits: 2,
+                shortlist: 0,
+            },
+        ),
+        (
+            true,
+            4,
+            "1/4",
+            true,
+            Sketch {
+                bits: 2,
+                shortlist: 2,
+            },
+        ),
+        (
+            true,
+            4,
+            "1/8",
+            true,
+            Sketch {
+                bits: 2,
+                shortlist: 3,
+            },
+        ),
+        (
+            true,
+            4,
+            "1/4",
+            false,
+            Sketch {
+                bits: 1,
+                shortlist: 2,
+            },
+        ),
+        (
+            false,
+            0,
+            "1/2",
+            true,
+            Sketch {
+                bits: 4,
+                shortlist: 0,
+            },
+        ),
         (true, 4, "1/4", false, Bound),
         (false, 0, "1/4", false, Bound),
         (true, 0, "1/2", false, Bound),
@@ -375,7 +425,7 @@ fn pages_on_the_device_is_the_engine_model_bit_for_bit() {
             let got = drive_long(&mut b, m, s);
             assert!(
                 got == want,
-                "similar {similar} sink {sink} {c} fill {fill} on {devices} devices"
+                "similar {similar} sink {sink} {c} fill {fill} {score:?} on {devices} devices"
             );
         }
         // Every page read is dense, whatever the order the drive keeps
@@ -405,4 +455,39 @@ fn pages_refuses_a_sink_the_sequence_was_not_opened_with() {
         method: m,
     }]);
     assert!(r.is_err());
+}
+
+#[test]
+fn pages_refuses_a_sketch_the_sequence_was_not_opened_with() {
+    use crate::policy::{Compression, Policy, Selection};
+    let mut policy = Policy::new(Selection::Pages, "1/4".parse::<Compression>().unwrap());
+    policy.pages.score = attention::shape::PageScore::Mean;
+    let placement = policy.pages.placement();
+    assert_eq!(placement.sketch_bits, 0);
+    policy.pages.score = attention::shape::PageScore::Sketch {
+        bits: 2,
+        shortlist: 2,
+    };
+    let m = policy.method(700, SHAPE.head_dim);
+    for (opened, ok) in [(placement, false), (policy.pages.placement(), true)] {
+        let mut b = in_storage(1);
+        b.set_placement(opened);
+        b.open(1, SHAPE).unwrap();
+        let (kv, d) = (SHAPE.kv_heads, SHAPE.head_dim);
+        let k: Vec<f32> = (0..kv * 100 * d).map(|i| (i % 7) as f32 * 0.1).collect();
+        b.append(1, 0, &k, &k).unwrap();
+        let q = vec![0.1f32; SHAPE.q_heads * d];
+        let r = b.decode(&[DecodeStep {
+            seq: 1,
+            layer: 0,
+            q: &q,
+            kv_new: None,
+            method: m,
+        }]);
+        assert_eq!(r.is_ok(), ok, "sketch bits {}", opened.sketch_bits);
+        if !ok {
+            let e = r.err().unwrap().to_string();
+            assert!(e.contains("2-bit sketch"), "{e}");
+        }
+    }
 }

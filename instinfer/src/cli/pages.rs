@@ -20,8 +20,10 @@ pub struct PagesArgs {
     pages_mass: f64,
     /// `pages`: how a page is scored: bound (Quest's min/max bound), mean
     /// (the page's mean key), gauss (mean key and per-dim spread: a
-    /// log-mass estimate), exact (the page oracle: reads all of K).
-    #[arg(long, default_value = "mean", value_parser = ["bound", "mean", "gauss", "exact"])]
+    /// log-mass estimate), exact (the page oracle: reads all of K),
+    /// sketch1/sketch2/sketch4 (token masses under a 1/2/4-bit key sketch
+    /// in device DRAM).
+    #[arg(long, default_value = "sketch2", value_parser = ["bound", "mean", "gauss", "exact", "sketch1", "sketch2", "sketch4"])]
     pages_score: String,
     /// `pages`: keep the prefill in time order instead of placing alike
     /// keys together (the placement's A/B).
@@ -35,6 +37,11 @@ pub struct PagesArgs {
     /// and always attended.
     #[arg(long, default_value_t = PagesSetting::DEFAULT.sink)]
     pages_sink: usize,
+    /// `pages` with a sketch score: the mean score shortlists this many
+    /// times the page budget and the sketch ranks those (0: the sketch
+    /// scores every page).
+    #[arg(long, default_value_t = PagesSetting::SHORTLIST)]
+    pages_shortlist: u8,
 }
 
 impl PagesArgs {
@@ -52,10 +59,20 @@ impl PagesArgs {
                 "mean" => PageScore::Mean,
                 "gauss" => PageScore::Gauss,
                 "exact" => PageScore::Exact,
+                "sketch1" => self.sketch(1),
+                "sketch2" => self.sketch(2),
+                "sketch4" => self.sketch(4),
                 _ => PageScore::Bound,
             },
         };
         s.validate().map_err(RunError::Input)?;
         Ok(s)
+    }
+
+    fn sketch(&self, bits: u8) -> PageScore {
+        PageScore::Sketch {
+            bits,
+            shortlist: self.pages_shortlist,
+        }
     }
 }

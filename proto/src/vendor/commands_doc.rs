@@ -27,7 +27,7 @@ const PROMPT: u32 = 16;
 
 /// The flags with their names and what they do; together they are
 /// [`DecodeFlags::ALL`] (checked).
-const FLAGS: [(DecodeFlags, &str, &str); 4] = [
+const FLAGS: [(DecodeFlags, &str, &str); 5] = [
     (
         DecodeFlags::APPEND_KV,
         "APPEND_KV",
@@ -47,6 +47,11 @@ const FLAGS: [(DecodeFlags, &str, &str); 4] = [
         DecodeFlags::MEAN,
         "MEAN",
         "pages only: pages scored by their mean key (plus ln of their rows), not the min/max bound",
+    ),
+    (
+        DecodeFlags::SKETCH,
+        "SKETCH",
+        "pages only: pages scored by their tokens' attention mass under the DRAM key sketch (SEQ_OPEN `sketch_bits`); over MEAN",
     ),
 ];
 

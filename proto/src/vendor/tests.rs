@@ -207,7 +207,7 @@ reject! {
     seq_open_rejects_large_dim_group: open |s| s.cdw13 = 64 | 16 << 16 => inv("dim_group", 16);
     seq_open_rejects_non_dividing_dim_group: open |s| s.cdw13 = 6 | 4 << 16 => inv("dim_group", 4);
     seq_open_rejects_cdw13_reserved: open |s| s.cdw13 |= 1 << 26 => res("cdw13[31:26]", s.cdw13 as u64);
-    seq_open_rejects_cdw14: open |s| s.cdw14 = 2 << 16 => res("cdw14[31:16]", 2 << 16);
+    seq_open_rejects_a_3_bit_sketch: open |s| s.cdw14 = 3 << 16 => inv("sketch_bits", 3);
     seq_open_rejects_too_many_sinks: open |s| s.cdw14 = 65 => inv("sink", 65);
     seq_open_rejects_cdw15: open |s| s.cdw15 = 3 => res("cdw15", 3);
 
@@ -224,7 +224,8 @@ reject! {
 
     decode_submit_rejects_zero_ndt: dense |s| s.cdw10 = 0 => inv("ndt", 0);
     decode_submit_rejects_unknown_method: dense |s| s.cdw12 = 1 | 3 << 16 => ProtoError::UnsupportedMethod(3);
-    decode_submit_rejects_reserved_flags: dense |s| s.cdw12 |= 16 << 24 => res("flags", 17);
+    decode_submit_rejects_reserved_flags: dense |s| s.cdw12 |= 32 << 24 => res("flags", 33);
+    decode_submit_rejects_sketch_on_dense: dense |s| s.cdw12 |= 16 << 24 => inv("flags", 17);
     decode_submit_rejects_mean_on_dense: dense |s| s.cdw12 |= 8 << 24 => inv("flags", 9);
     decode_submit_rejects_fill_on_dense: dense |s| s.cdw12 |= 4 << 24 => inv("flags", 5);
     decode_submit_rejects_pages_without_pages: dense |s| s.cdw12 = 1 | 2 << 16 => inv("k (pages)", 0);
@@ -248,7 +249,7 @@ reject! {
 fn parse_errors_map_to_status() {
     use crate::Status;
     let mut s = open();
-    s.cdw14 = 1 << 16;
+    s.cdw14 = 3 << 16;
     assert_eq!(
         VendorCommand::parse(&s).unwrap_err().status(),
         Status::INVALID_FIELD
@@ -542,7 +543,7 @@ fn every_reserved_bit_is_rejected() {
     assert_eq!(
         counts,
         [
-            ("SEQ_OPEN", 32 + 6 + 16 + 32),
+            ("SEQ_OPEN", 32 + 6 + 32),
             ("KV_APPEND", 16 + 32),
             ("SEQ_CLOSE", 5 * 32),
             ("DECODE_SUBMIT", 0),
@@ -568,7 +569,7 @@ fn reserved_names() {
     };
     assert_eq!(
         names(SeqOpen::LAYOUT, open()),
-        ["cdw10", "cdw13[31:26]", "cdw14[31:16]", "cdw15"]
+        ["cdw10", "cdw13[31:26]", "cdw15"]
     );
     assert_eq!(names(KvAppend::LAYOUT, append()), ["cdw12[31:16]", "cdw15"]);
     assert_eq!(
@@ -601,7 +602,7 @@ fn rows_cover_every_bit_once() {
         assert_eq!(seen, [u32::MAX; 6], "{}", layout.name());
         assert_eq!(fields, layout.fields.len());
     }
-    assert_eq!(layout_rows().count(), 14 + 7 + 6 + 9 + 7);
+    assert_eq!(layout_rows().count(), 15 + 7 + 6 + 9 + 7);
 }
 
 #[test]

@@ -90,6 +90,14 @@ fn malformed_commands_get_statuses_and_the_device_keeps_serving() {
         IoData::None,
     ));
     let mut s = open;
+    s.cdw14 |= 3 << 16;
+    cases.push((
+        "open: a 3-bit key sketch",
+        Status::INVALID_FIELD,
+        s,
+        IoData::None,
+    ));
+    let mut s = open;
     s.cdw10 = 4;
     cases.push((
         "open: data length on a no-data command",
@@ -196,6 +204,13 @@ fn malformed_commands_get_statuses_and_the_device_keeps_serving() {
         "decode: r > d",
         Status::SHAPE_MISMATCH,
         c.to_sqe(),
+        IoData::ToDevice(q_bytes.clone()),
+    ));
+    let sketch = DecodeSubmit::pages(1, 0, 39, DecodeFlags::SKETCH, 1000, 1, 4, &shape);
+    cases.push((
+        "decode: pages by sketch on a sequence opened without one",
+        Status::INVALID_FIELD,
+        sketch.to_sqe(),
         IoData::ToDevice(q_bytes.clone()),
     ));
     let mut s = dense.to_sqe();
