@@ -63,16 +63,24 @@ pub enum ModelError {
     /// A tensor the caller needs is absent.
     #[error("tensor `{0}` is missing")]
     MissingTensor(String),
-    /// A tensor's ggml type is not one of F32, F16, Q4_1, Q8_0.
+    /// A tensor's ggml type is not one `TensorKind` supports; the message
+    /// names it (e.g. `16 (IQ2_XXS)`) and lists those that are.
     #[error(
-        "tensor `{name}`: unsupported ggml type {ggml_type} (supported: 0 F32, 1 F16, 3 Q4_1, 8 Q8_0)"
+        "tensor `{name}`: unsupported ggml type {ggml_type} ({}) (supported: 0 F32, 1 F16, \
+         2 Q4_0, 3 Q4_1, 6 Q5_0, 7 Q5_1, 8 Q8_0, 10 Q2_K, 11 Q3_K, 12 Q4_K, 13 Q5_K, \
+         14 Q6_K, 30 BF16)",
+        crate::quant::ggml_type_name(*.ggml_type).unwrap_or("unknown to ggml")
     )]
     UnsupportedTensorType {
         /// The tensor's name in the file.
         name: String,
-        /// Its ggml type id as stored (e.g. 12 for Q4_K).
+        /// Its ggml type id as stored (e.g. 16 for IQ2_XXS).
         ggml_type: u32,
     },
+    /// `QTensor::quantize` was asked for a kind this crate only decodes
+    /// (the K-quants).
+    #[error("no quantizer for {0}: this crate only decodes it")]
+    NoQuantizer(crate::TensorKind),
     /// A tensor's dimensions do not fit its use.
     #[error("tensor `{name}`: dims {found:?}, expected {expected:?}")]
     TensorShape {

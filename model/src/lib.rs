@@ -5,7 +5,7 @@
 //! | module | owns |
 //! | --- | --- |
 //! | [`gguf`] | the GGUF file format: parsing, typed metadata access and a small writer |
-//! | [`quant`] | quantized tensors (F32, F16, Q4_1, Q8_0) and the matvec / matmul kernels that use them |
+//! | [`quant`] | quantized tensors (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K–Q6_K) and the matvec / matmul kernels that use them |
 //! | [`tokenizer`] | the byte-level BPE tokenizer of GPT-2-style GGUF vocabularies |
 //! | [`llama`] | the llama architecture: config, weights, the forward pass and the [`Attention`] seam |
 //! | [`fetch`] | obtaining the model file reproducibly, verified against pinned hashes |

@@ -239,13 +239,13 @@ fn bad_headers_and_tensor_tables() {
         Vec::<f32>::new()
     );
 
-    // An unknown type parses but is rejected when used.
+    // An unknown type (16, IQ2_XXS) parses but is rejected when used.
     let mut w = GgufWriter::new();
-    w.raw_tensor("q4k", &[256], 12, data);
+    w.raw_tensor("iq2", &[256], 16, data);
     let g = Gguf::parse(w.to_bytes()).expect("parse");
     assert!(matches!(
-        g.tensor("q4k"),
-        Err(ModelError::UnsupportedTensorType { ggml_type: 12, .. })
+        g.tensor("iq2"),
+        Err(ModelError::UnsupportedTensorType { ggml_type: 16, .. })
     ));
 }
 

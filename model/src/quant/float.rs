@@ -1,5 +1,6 @@
-//! Row kernels for the unquantized kinds F32 and F16, plus the dense f32
-//! dot product every kernel ends in.
+//! Row kernels for the unquantized kinds F32, F16 and BF16, plus the dense
+//! f32 dot product every kernel ends in and the per-group sums of `x` that
+//! the formats with a minimum reuse across rows.
 
 /// Lanes of the f32 accumulators: wide enough for the compiler to keep
 /// several vector registers busy, fixed so results do not depend on it.
@@ -40,14 +41,27 @@ pub(super) fn dequantize_f16(row: &[u8], out: &mut [f32]) {
     }
 }
 
-/// Dot product of an encoded F32/F16 row with `x`, decoding `LANES`
-/// elements at a time into a stack buffer.
-pub(super) fn dot_encoded(row: &[u8], x: &[f32], elem_bytes: usize) -> f32 {
-    let decode = if elem_bytes == 4 {
-        dequantize_f32
-    } else {
-        dequantize_f16
-    };
+/// BF16 is the high half of an f32, so decoding is exact (NaNs included).
+pub(super) fn dequantize_bf16(row: &[u8], out: &mut [f32]) {
+    for (b, o) in row.chunks_exact(2).zip(out) {
+        *o = f32::from_bits(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16);
+    }
+}
+
+/// Sums of `x` over consecutive groups of `n` (a trailing partial group is
+/// dropped: rows are whole blocks).
+pub(super) fn group_sums(x: &[f32], n: usize) -> Vec<f32> {
+    x.chunks_exact(n).map(|g| g.iter().sum()).collect()
+}
+
+/// Dot product of an encoded F32/F16/BF16 row with `x`, decoding `LANES`
+/// elements at a time into a stack buffer with `decode`.
+pub(super) fn dot_encoded(
+    row: &[u8],
+    x: &[f32],
+    elem_bytes: usize,
+    decode: fn(&[u8], &mut [f32]),
+) -> f32 {
     let mut buf = [0f32; LANES];
     let mut acc = [0f32; LANES];
     let mut tail = 0f32;

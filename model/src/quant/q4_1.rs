@@ -23,11 +23,7 @@ pub(super) fn dequantize(row: &[u8], out: &mut [f32]) {
     }
 }
 
-/// Per-block sums of `x` (the m·Σx term of every row reuses them).
-pub(super) fn block_sums(x: &[f32]) -> Vec<f32> {
-    x.chunks_exact(BLOCK).map(|b| b.iter().sum()).collect()
-}
-
+/// `xsum`: Σx per block of 32 (`float::group_sums`).
 pub(super) fn dot(row: &[u8], x: &[f32], xsum: &[f32]) -> f32 {
     let mut acc = [0f32; BLOCK / 2];
     let mut min_acc = 0f32;

@@ -1,7 +1,13 @@
 //! `QTensor`: a quantized matrix (rows × cols, each row `cols` contiguous
 //! elements stored as whole blocks) and per-row decoding.
 
-use super::{float, q4_1, q8_0};
+use super::kquant;
+use super::q2_k::Q2K;
+use super::q3_k::Q3K;
+use super::q4_k::Q4K;
+use super::q5_k::Q5K;
+use super::q6_k::Q6K;
+use super::{float, q4_0, q4_1, q5_0, q5_1, q8_0};
 use crate::{ModelError, TensorKind};
 
 /// A weight matrix in one of the supported encodings.
@@ -47,8 +53,9 @@ impl QTensor {
         })
     }
 
-    /// Encodes a row-major `rows × cols` f32 matrix (ggml's reference
-    /// quantizers for Q4_1 and Q8_0).
+    /// Encodes a row-major `rows × cols` f32 matrix with ggml's reference
+    /// quantizers. The K-quants only decode here: encoding them fails with
+    /// [`ModelError::NoQuantizer`].
     pub fn quantize(
         kind: TensorKind,
         rows: usize,
@@ -75,8 +82,20 @@ impl QTensor {
             TensorKind::F16 => values
                 .iter()
                 .for_each(|v| data.extend_from_slice(&half::f16::from_f32(*v).to_le_bytes())),
+            // Round to nearest even, NaNs kept quiet (ggml's fp32_to_bf16).
+            TensorKind::BF16 => values
+                .iter()
+                .for_each(|v| data.extend_from_slice(&half::bf16::from_f32(*v).to_le_bytes())),
+            TensorKind::Q4_0 => q4_0::quantize(values, &mut data),
             TensorKind::Q4_1 => q4_1::quantize(values, &mut data),
+            TensorKind::Q5_0 => q5_0::quantize(values, &mut data),
+            TensorKind::Q5_1 => q5_1::quantize(values, &mut data),
             TensorKind::Q8_0 => q8_0::quantize(values, &mut data),
+            TensorKind::Q2_K
+            | TensorKind::Q3_K
+            | TensorKind::Q4_K
+            | TensorKind::Q5_K
+            | TensorKind::Q6_K => return Err(ModelError::NoQuantizer(kind)),
         }
         Self::new(kind, rows, cols, data)
     }
@@ -116,8 +135,17 @@ impl QTensor {
         match self.kind {
             TensorKind::F32 => float::dequantize_f32(row, out),
             TensorKind::F16 => float::dequantize_f16(row, out),
+            TensorKind::BF16 => float::dequantize_bf16(row, out),
+            TensorKind::Q4_0 => q4_0::dequantize(row, out),
             TensorKind::Q4_1 => q4_1::dequantize(row, out),
+            TensorKind::Q5_0 => q5_0::dequantize(row, out),
+            TensorKind::Q5_1 => q5_1::dequantize(row, out),
             TensorKind::Q8_0 => q8_0::dequantize(row, out),
+            TensorKind::Q2_K => kquant::dequantize::<Q2K>(row, out),
+            TensorKind::Q3_K => kquant::dequantize::<Q3K>(row, out),
+            TensorKind::Q4_K => kquant::dequantize::<Q4K>(row, out),
+            TensorKind::Q5_K => kquant::dequantize::<Q5K>(row, out),
+            TensorKind::Q6_K => kquant::dequantize::<Q6K>(row, out),
         }
     }
 
@@ -134,10 +162,15 @@ impl QTensor {
         out
     }
 
-    /// Per-input precomputation shared by every row's dot product.
+    /// Per-input precomputation shared by every row's dot product: Σx per
+    /// group for the formats with a minimum.
     pub(super) fn prepare(&self, x: &[f32]) -> Vec<f32> {
         match self.kind {
-            TensorKind::Q4_1 => q4_1::block_sums(x),
+            TensorKind::Q4_1 => float::group_sums(x, q4_1::BLOCK),
+            TensorKind::Q5_1 => float::group_sums(x, q5_1::BLOCK),
+            TensorKind::Q2_K => kquant::prepare::<Q2K>(x),
+            TensorKind::Q4_K => kquant::prepare::<Q4K>(x),
+            TensorKind::Q5_K => kquant::prepare::<Q5K>(x),
             _ => Vec::new(),
         }
     }
@@ -146,10 +179,19 @@ impl QTensor {
     pub(super) fn dot_row(&self, r: usize, x: &[f32], prepared: &[f32]) -> f32 {
         let row = self.row(r);
         match self.kind {
-            TensorKind::F32 => float::dot_encoded(row, x, 4),
-            TensorKind::F16 => float::dot_encoded(row, x, 2),
+            TensorKind::F32 => float::dot_encoded(row, x, 4, float::dequantize_f32),
+            TensorKind::F16 => float::dot_encoded(row, x, 2, float::dequantize_f16),
+            TensorKind::BF16 => float::dot_encoded(row, x, 2, float::dequantize_bf16),
+            TensorKind::Q4_0 => q4_0::dot(row, x),
             TensorKind::Q4_1 => q4_1::dot(row, x, prepared),
+            TensorKind::Q5_0 => q5_0::dot(row, x),
+            TensorKind::Q5_1 => q5_1::dot(row, x, prepared),
             TensorKind::Q8_0 => q8_0::dot(row, x),
+            TensorKind::Q2_K => kquant::dot::<Q2K>(row, x, prepared),
+            TensorKind::Q3_K => kquant::dot::<Q3K>(row, x, prepared),
+            TensorKind::Q4_K => kquant::dot::<Q4K>(row, x, prepared),
+            TensorKind::Q5_K => kquant::dot::<Q5K>(row, x, prepared),
+            TensorKind::Q6_K => kquant::dot::<Q6K>(row, x, prepared),
         }
     }
 }

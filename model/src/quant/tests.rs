@@ -1,8 +1,13 @@
 //! Kernel tests: hand-written blocks decode to hand-computed values;
 //! matvec/matmul agree with dequantize-then-dot; thread count never
-//! changes a bit.
+//! changes a bit. Submodules: the newer formats by hand, random encoded
+//! rows of every kind, and decoding compared with gguf-py bit for bit.
 
 use super::*;
+
+mod by_hand;
+mod gguf_py;
+mod random_rows;
 
 fn f16(v: f32) -> [u8; 2] {
     half::f16::from_f32(v).to_le_bytes()
@@ -53,6 +58,8 @@ fn float_rows_by_hand() {
 #[test]
 fn wrong_sizes_are_errors() {
     assert!(QTensor::new(TensorKind::Q4_1, 1, 32, vec![0; 19]).is_err());
+    assert!(QTensor::new(TensorKind::Q4_K, 1, 128, vec![0; 72]).is_err());
+    assert!(QTensor::new(TensorKind::Q6_K, 2, 256, vec![0; 210]).is_err());
     assert!(QTensor::new(TensorKind::Q8_0, 1, 16, vec![0; 17]).is_err());
     assert!(QTensor::new(TensorKind::F32, 2, 2, vec![0; 12]).is_err());
     assert!(QTensor::quantize(TensorKind::Q4_1, 1, 30, &[0.0; 30]).is_err());
@@ -88,10 +95,15 @@ fn close(got: &[f32], want: &[f64]) {
     }
 }
 
-const KINDS: [TensorKind; 4] = [
+/// The kinds `QTensor::quantize` can encode.
+const KINDS: [TensorKind; 8] = [
     TensorKind::F32,
     TensorKind::F16,
+    TensorKind::BF16,
+    TensorKind::Q4_0,
     TensorKind::Q4_1,
+    TensorKind::Q5_0,
+    TensorKind::Q5_1,
     TensorKind::Q8_0,
 ];
 
@@ -139,14 +151,57 @@ fn quantize_round_trips_within_a_step() {
     let v = noise(64, 3);
     for kind in KINDS {
         let t = QTensor::quantize(kind, 2, 32, &v).expect("quantize");
+        // The symmetric formats may clamp the end opposite `max` by a
+        // whole step, hence twice the step there.
         let step = match kind {
             TensorKind::F32 => 0.0,
             TensorKind::F16 => 1e-3,
+            TensorKind::BF16 => 1.0 / 256.0,
+            TensorKind::Q4_0 => 2.0 / 8.0,
             TensorKind::Q4_1 => 2.0 / 15.0,
+            TensorKind::Q5_0 => 2.0 / 16.0,
+            TensorKind::Q5_1 => 2.0 / 31.0,
             TensorKind::Q8_0 => 1.0 / 127.0,
+            _ => unreachable!("{kind} has no quantizer"),
         };
         for (a, b) in t.dequantize().iter().zip(&v) {
             assert!((a - b).abs() <= step * 0.51 + 1e-3, "{kind}: {a} vs {b}");
         }
     }
+}
+
+#[test]
+fn kinds_agree_with_ggml_numbering() {
+    // (type, block elements, block bytes) from gguf-py's GGML_QUANT_SIZES.
+    let want = [
+        (0, 1, 4, "F32"),
+        (1, 1, 2, "F16"),
+        (2, 32, 18, "Q4_0"),
+        (3, 32, 20, "Q4_1"),
+        (6, 32, 22, "Q5_0"),
+        (7, 32, 24, "Q5_1"),
+        (8, 32, 34, "Q8_0"),
+        (10, 256, 84, "Q2_K"),
+        (11, 256, 110, "Q3_K"),
+        (12, 256, 144, "Q4_K"),
+        (13, 256, 176, "Q5_K"),
+        (14, 256, 210, "Q6_K"),
+        (30, 1, 2, "BF16"),
+    ];
+    assert_eq!(want.len(), TensorKind::ALL.len());
+    for (kind, (ty, len, bytes, name)) in TensorKind::ALL.into_iter().zip(want) {
+        assert_eq!(kind.ggml_type(), ty);
+        assert_eq!(TensorKind::from_ggml(ty), Some(kind));
+        assert_eq!(
+            (kind.block_len(), kind.block_bytes()),
+            (len, bytes),
+            "{kind}"
+        );
+        assert_eq!(kind.to_string(), name);
+    }
+    for ty in [4, 5, 9, 15, 16, 23, 31, 1000] {
+        assert_eq!(TensorKind::from_ggml(ty), None, "type {ty}");
+    }
+    assert_eq!(ggml_type_name(16), Some("IQ2_XXS"));
+    assert_eq!(ggml_type_name(4), None);
 }
