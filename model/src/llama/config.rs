@@ -1,17 +1,22 @@
-//! `Config`: the llama hyper-parameters, read from `{arch}.*` metadata.
+//! `Config`: the hyper-parameters of a llama-family model, read from
+//! `{arch}.*` metadata.
 
+use super::arch::Arch;
 use crate::{Gguf, ModelError};
 
-/// Shape and constants of a llama-architecture model.
+/// Shape and constants of a llama-family model.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
+    /// Which member of the family (`general.architecture`).
+    pub arch: Arch,
     /// Transformer blocks (`block_count`).
     pub n_layers: usize,
     /// Query heads (`attention.head_count`).
     pub n_heads: usize,
     /// Key/value heads (`attention.head_count_kv`; GQA when fewer).
     pub n_kv_heads: usize,
-    /// Dimension of one head (`attention.key_length`, else n_embd / n_heads).
+    /// Dimension of one head (`attention.key_length`, else n_embd / n_heads;
+    /// qwen3 sets it apart from n_embd / n_heads).
     pub head_dim: usize,
     /// Hidden size (`embedding_length`).
     pub n_embd: usize,
@@ -36,15 +41,17 @@ fn optional<T>(r: Result<T, ModelError>) -> Result<Option<T>, ModelError> {
 }
 
 impl Config {
-    /// Reads the config of a `llama` model.
+    /// Reads the config of a `llama`, `qwen2` or `qwen3` model; any other
+    /// architecture is refused by name.
     pub fn from_gguf(gguf: &Gguf) -> Result<Self, ModelError> {
-        let arch = gguf.get_str("general.architecture")?;
-        if arch != "llama" {
-            return Err(ModelError::Config(format!(
-                "architecture `{arch}` is not supported (only llama)"
-            )));
-        }
-        let key = |k: &str| format!("llama.{k}");
+        let name = gguf.get_str("general.architecture")?;
+        let arch = Arch::from_name(name).ok_or_else(|| {
+            ModelError::Config(format!(
+                "architecture `{name}` is not supported (supported: {})",
+                Arch::supported()
+            ))
+        })?;
+        let key = |k: &str| format!("{arch}.{k}");
         let n_heads = gguf.get_usize(&key("attention.head_count"))?;
         let n_embd = gguf.get_usize(&key("embedding_length"))?;
         let n_kv_heads =
@@ -58,7 +65,15 @@ impl Config {
             Some(v) => v,
             None => gguf.get_str_array("tokenizer.ggml.tokens")?.len(),
         };
+        if let Some(dv) = optional(gguf.get_usize(&key("attention.value_length")))? {
+            if dv != head_dim {
+                return Err(ModelError::Config(format!(
+                    "value length {dv} differs from key length {head_dim}"
+                )));
+            }
+        }
         let config = Self {
+            arch,
             n_layers: gguf.get_usize(&key("block_count"))?,
             n_heads,
             n_kv_heads,

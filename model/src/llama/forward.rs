@@ -1,11 +1,14 @@
 //! The forward pass: batched prefill (dense causal attention here, every
 //! layer's K/V handed to the `Attention` implementation) and single-token
-//! decode (attention delegated to it).
+//! decode (attention delegated to it). The architectures differ only in
+//! how one position's q, k, v are shaped before attention (`shape_qkv`).
 
+use super::arch::RopeStyle;
 use super::attention::{Attention, Logits};
 use super::dense::causal_attention;
 use super::model::Model;
-use super::ops::{rms_norm, rope, silu_mul};
+use super::ops::{rms_norm, rms_norm_heads, rope, rope_neox, silu_mul};
+use super::weights::Layer;
 use crate::ModelError;
 
 fn add(x: &mut [f32], y: &[f32]) {
@@ -30,6 +33,27 @@ fn to_head_major(x: &[f32], n: usize, heads: usize, hd: usize) -> Vec<f32> {
 const PLANNING_QUERIES: usize = 16;
 
 impl Model {
+    /// One position's q, k, v after the projections: biases (qwen2), per-head
+    /// QK-norm (qwen3), then RoPE in the arch's pairing.
+    fn shape_qkv(&self, layer: &Layer, pos: usize, q: &mut [f32], k: &mut [f32], v: &mut [f32]) {
+        let c = &self.config;
+        if let Some(b) = &layer.qkv_bias {
+            add(q, &b.q);
+            add(k, &b.k);
+            add(v, &b.v);
+        }
+        if let Some((qn, kn)) = &layer.qk_norm {
+            rms_norm_heads(q, qn, c.rms_eps);
+            rms_norm_heads(k, kn, c.rms_eps);
+        }
+        let rotate = match c.arch.rope_style() {
+            RopeStyle::Normal => rope,
+            RopeStyle::Neox => rope_neox,
+        };
+        rotate(q, pos, &self.freqs, c.head_dim);
+        rotate(k, pos, &self.freqs, c.head_dim);
+    }
+
     /// Runs the prompt (positions 0..n) through every layer with dense
     /// causal attention computed here, handing each layer's K/V to
     /// `attn.prefill` as soon as that layer's K/V exist. Returns logits:
@@ -76,13 +100,13 @@ impl Model {
             layer.wq.matmul(&h, n, &mut q);
             layer.wk.matmul(&h, n, &mut k);
             layer.wv.matmul(&h, n, &mut v);
-            for (pos, (qi, ki)) in q
+            for (pos, ((qi, ki), vi)) in q
                 .chunks_exact_mut(c.q_dim())
                 .zip(k.chunks_exact_mut(c.kv_dim()))
+                .zip(v.chunks_exact_mut(c.kv_dim()))
                 .enumerate()
             {
-                rope(qi, pos, &self.freqs, hd);
-                rope(ki, pos, &self.freqs, hd);
+                self.shape_qkv(layer, pos, qi, ki, vi);
             }
             let kh = to_head_major(&k, n, c.n_kv_heads, hd);
             let vh = to_head_major(&v, n, c.n_kv_heads, hd);
@@ -141,7 +165,7 @@ impl Model {
                 context_len: c.context_len,
             });
         }
-        let (d, hd) = (c.n_embd, c.head_dim);
+        let d = c.n_embd;
         let w = &self.weights;
         let mut x = vec![0f32; d];
         w.embed.dequantize_row(token as usize, &mut x);
@@ -157,8 +181,7 @@ impl Model {
             layer.wq.matvec(&h, &mut q);
             layer.wk.matvec(&h, &mut k);
             layer.wv.matvec(&h, &mut v);
-            rope(&mut q, pos, &self.freqs, hd);
-            rope(&mut k, pos, &self.freqs, hd);
+            self.shape_qkv(layer, pos, &mut q, &mut k, &mut v);
             let o = attn
                 .decode(l, &q, &k, &v)
                 .map_err(|source| ModelError::Attention { layer: l, source })?;

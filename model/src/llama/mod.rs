@@ -1,6 +1,8 @@
-//! The llama architecture (SmolLM2): config, weights, the forward pass and
-//! the `Attention` seam through which decode attention leaves the host.
+//! The llama family: `llama` (SmolLM2), `qwen2` and `qwen3`: config,
+//! weights, the forward pass and the `Attention` seam through which decode
+//! attention leaves the host.
 
+mod arch;
 mod attention;
 mod config;
 mod dense;
@@ -10,10 +12,15 @@ mod ops;
 mod weights;
 
 #[cfg(test)]
+mod arch_tests;
+#[cfg(test)]
+mod reference;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tiny;
 
+pub use arch::{Arch, RopeStyle};
 pub use attention::{Attention, AttentionFailure, Logits};
 pub use config::Config;
 pub use dense::DenseCache;

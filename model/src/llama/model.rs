@@ -8,7 +8,7 @@ use super::ops::rope_freqs;
 use super::weights::Weights;
 use crate::{Gguf, ModelError, QTensor, Tokenizer};
 
-/// A loaded llama model ready to run.
+/// A loaded llama-family model (llama, qwen2, qwen3) ready to run.
 #[derive(Debug)]
 pub struct Model {
     pub(crate) config: Config,

@@ -1,5 +1,5 @@
-//! The small per-vector operations of the llama block: RMSNorm, RoPE on
-//! adjacent pairs, SiLU gating and softmax.
+//! The small per-vector operations of the llama-family block: RMSNorm (also
+//! per head), RoPE on adjacent pairs or on halves, SiLU gating and softmax.
 
 /// `out = x / sqrt(mean(x²) + eps) · weight`.
 pub(crate) fn rms_norm(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
@@ -17,22 +17,54 @@ pub(crate) fn rope_freqs(theta: f32, head_dim: usize) -> Vec<f32> {
         .collect()
 }
 
-/// Rotates every head in `x` (`[heads][head_dim]`) at position `pos`, on
-/// adjacent pairs (2i, 2i+1): GGUF stores Q/K permuted for this form.
-pub(crate) fn rope(x: &mut [f32], pos: usize, freqs: &[f32], head_dim: usize) {
-    let (cos, sin): (Vec<f32>, Vec<f32>) = freqs
+/// cos and sin of `pos · θ_i` for every frequency.
+fn angles(pos: usize, freqs: &[f32]) -> (Vec<f32>, Vec<f32>) {
+    freqs
         .iter()
         .map(|f| {
             let angle = pos as f64 * f64::from(*f);
             (angle.cos() as f32, angle.sin() as f32)
         })
-        .unzip();
+        .unzip()
+}
+
+/// Rotates every head in `x` (`[heads][head_dim]`) at position `pos`, on
+/// adjacent pairs (2i, 2i+1): GGUF stores llama's Q/K permuted for this form.
+pub(crate) fn rope(x: &mut [f32], pos: usize, freqs: &[f32], head_dim: usize) {
+    let (cos, sin) = angles(pos, freqs);
     for head in x.chunks_exact_mut(head_dim) {
         for ((pair, c), s) in head.chunks_exact_mut(2).zip(&cos).zip(&sin) {
             let (a, b) = (pair[0], pair[1]);
             pair[0] = a * c - b * s;
             pair[1] = a * s + b * c;
         }
+    }
+}
+
+/// Rotates every head in `x` at position `pos` on halves (i, i + head_dim/2),
+/// the NEOX pairing of qwen2 and qwen3.
+pub(crate) fn rope_neox(x: &mut [f32], pos: usize, freqs: &[f32], head_dim: usize) {
+    let (cos, sin) = angles(pos, freqs);
+    for head in x.chunks_exact_mut(head_dim) {
+        let (lo, hi) = head.split_at_mut(head_dim / 2);
+        for (((a, b), c), s) in lo.iter_mut().zip(hi).zip(&cos).zip(&sin) {
+            let (x0, x1) = (*a, *b);
+            *a = x0 * c - x1 * s;
+            *b = x0 * s + x1 * c;
+        }
+    }
+}
+
+/// RMSNorm of every `weight.len()`-wide head of `x`, in place (qwen3's
+/// QK-norm).
+pub(crate) fn rms_norm_heads(x: &mut [f32], weight: &[f32], eps: f32) {
+    if weight.is_empty() {
+        return;
+    }
+    let mut head = vec![0f32; weight.len()];
+    for chunk in x.chunks_exact_mut(weight.len()) {
+        head.copy_from_slice(chunk);
+        rms_norm(&head, weight, eps, chunk);
     }
 }
 
@@ -79,6 +111,16 @@ mod tests {
         assert!((x[0] - 1f32.cos()).abs() < 1e-6 && (x[1] - 1f32.sin()).abs() < 1e-6);
         let a = 0.01f32;
         assert!((x[2] - a.cos()).abs() < 1e-6 && (x[3] - a.sin()).abs() < 1e-6);
+    }
+
+    #[test]
+    fn rope_neox_rotates_halves() {
+        let freqs = rope_freqs(10_000.0, 4);
+        let mut x = [1.0, 1.0, 0.0, 0.0];
+        rope_neox(&mut x, 1, &freqs, 4);
+        assert!((x[0] - 1f32.cos()).abs() < 1e-6 && (x[2] - 1f32.sin()).abs() < 1e-6);
+        let a = 0.01f32;
+        assert!((x[1] - a.cos()).abs() < 1e-6 && (x[3] - a.sin()).abs() < 1e-6);
     }
 
     #[test]

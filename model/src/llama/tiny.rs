@@ -1,5 +1,7 @@
-//! Tests on a tiny synthetic llama (built in memory with `GgufWriter`), so
-//! the forward pass is checked even where the real model file is absent.
+//! Tiny synthetic llama, qwen2 and qwen3 models built in memory with
+//! `GgufWriter` (`Spec`, `build`), so the forward pass is checked even where
+//! no real model file is present; here, the llama's decode-vs-prefill and
+//! bad-tensor tests (the architecture tests are in `arch_tests`).
 
 use attention::testdata::SplitMix64;
 
@@ -7,11 +9,79 @@ use crate::gguf::{Array, GgufWriter, Value};
 use crate::{DenseCache, Gguf, Logits, Model, ModelError, QTensor, TensorKind};
 
 const D: usize = 64;
-const FF: usize = 96;
-const HEADS: usize = 4;
 const KV_HEADS: usize = 2;
-const HD: usize = D / HEADS;
+const HD: usize = D / 4;
 const LAYERS: usize = 2;
+
+/// Shape and contents of a tiny synthetic model.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Spec {
+    /// `general.architecture`, also the metadata prefix.
+    pub(super) arch: &'static str,
+    pub(super) layers: usize,
+    pub(super) d: usize,
+    pub(super) ff: usize,
+    pub(super) heads: usize,
+    pub(super) kv_heads: usize,
+    /// Written as `key_length`/`value_length` when not `d / heads`.
+    pub(super) head_dim: usize,
+    pub(super) theta: f32,
+    pub(super) eps: f32,
+    /// Scale of the `attn_{q,k,v}.bias` noise; no bias tensors when `None`.
+    pub(super) bias: Option<f32>,
+    /// Gain on the `attn_{q,k}_norm` weights; no such tensors when `None`.
+    pub(super) qk_norm: Option<f32>,
+    /// No `output.weight`: logits from `token_embd.weight`.
+    pub(super) tied: bool,
+    /// Mixed quantized kinds (Q8_0, Q4_1, F16); all F32 otherwise.
+    pub(super) quantized: bool,
+}
+
+impl Spec {
+    /// The quantized llama the decode/prefill tests use.
+    pub(super) fn llama() -> Self {
+        Self {
+            arch: "llama",
+            layers: LAYERS,
+            d: D,
+            ff: 96,
+            heads: 4,
+            kv_heads: KV_HEADS,
+            head_dim: HD,
+            theta: 10_000.0,
+            eps: 1e-5,
+            bias: None,
+            qk_norm: None,
+            tied: false,
+            quantized: true,
+        }
+    }
+
+    /// An F32 qwen2: QKV biases, tied embeddings.
+    pub(super) fn qwen2() -> Self {
+        Self {
+            arch: "qwen2",
+            bias: Some(0.5),
+            tied: true,
+            quantized: false,
+            theta: 1_000.0,
+            ..Self::llama()
+        }
+    }
+
+    /// An F32 qwen3 whose head_dim (16) is not d / heads (48 / 4).
+    pub(super) fn qwen3() -> Self {
+        Self {
+            arch: "qwen3",
+            d: 48,
+            ff: 80,
+            qk_norm: Some(1.0),
+            quantized: false,
+            theta: 1_000.0,
+            ..Self::llama()
+        }
+    }
+}
 
 fn noise(n: usize, seed: u64, scale: f32) -> Vec<f32> {
     let mut rng = SplitMix64::new(seed);
@@ -20,59 +90,75 @@ fn noise(n: usize, seed: u64, scale: f32) -> Vec<f32> {
         .collect()
 }
 
-/// GGUF writer for the tiny model; `skip` leaves one tensor out.
-fn tiny(skip: Option<&str>) -> GgufWriter {
-    let mut w = GgufWriter::new();
-    let u32v = |v: usize| Value::U32(v as u32);
-    // Byte tokens are found by their mapped spelling; give all 256 of them.
-    let map: Vec<String> = {
-        let mut shifted = 0u32;
-        (0u8..=255)
-            .map(|b| match b {
-                b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF => char::from(b).to_string(),
-                _ => {
-                    shifted += 1;
-                    char::from_u32(255 + shifted)
-                        .map(String::from)
-                        .unwrap_or_default()
-                }
-            })
-            .collect()
-    };
-    let vocab = map.len() + 1;
-    let mut all = map;
+/// The vocabulary: 256 byte tokens (found by their mapped spelling) and an
+/// end token.
+fn vocabulary() -> Vec<String> {
+    let mut shifted = 0u32;
+    let mut all: Vec<String> = (0u8..=255)
+        .map(|b| match b {
+            b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF => char::from(b).to_string(),
+            _ => {
+                shifted += 1;
+                char::from_u32(255 + shifted)
+                    .map(String::from)
+                    .unwrap_or_default()
+            }
+        })
+        .collect();
     all.push("<|end|>".into());
-    let mut types = vec![1i32; vocab];
-    types[vocab - 1] = 3;
-    w.kv("general.architecture", Value::String("llama".into()))
-        .kv("llama.block_count", u32v(LAYERS))
-        .kv("llama.context_length", u32v(64))
-        .kv("llama.embedding_length", u32v(D))
-        .kv("llama.feed_forward_length", u32v(FF))
-        .kv("llama.attention.head_count", u32v(HEADS))
-        .kv("llama.attention.head_count_kv", u32v(KV_HEADS))
-        .kv("llama.rope.freq_base", Value::F32(10_000.0))
-        .kv("llama.attention.layer_norm_rms_epsilon", Value::F32(1e-5))
+    all
+}
+
+/// Metadata of `s`, keys under its arch prefix.
+fn metadata(w: &mut GgufWriter, s: &Spec, vocab: Vec<String>) {
+    let u32v = |v: usize| Value::U32(v as u32);
+    let key = |k: &str| format!("{}.{k}", s.arch);
+    let n = vocab.len();
+    let mut types = vec![1i32; n];
+    types[n - 1] = 3;
+    w.kv("general.architecture", Value::String(s.arch.into()))
+        .kv(&key("block_count"), u32v(s.layers))
+        .kv(&key("context_length"), u32v(64))
+        .kv(&key("embedding_length"), u32v(s.d))
+        .kv(&key("feed_forward_length"), u32v(s.ff))
+        .kv(&key("attention.head_count"), u32v(s.heads))
+        .kv(&key("attention.head_count_kv"), u32v(s.kv_heads))
+        .kv(&key("rope.freq_base"), Value::F32(s.theta))
+        .kv(&key("attention.layer_norm_rms_epsilon"), Value::F32(s.eps))
         .kv("tokenizer.ggml.model", Value::String("gpt2".into()))
         .kv("tokenizer.ggml.pre", Value::String("smollm".into()))
-        .kv("tokenizer.ggml.tokens", Value::Array(Array::String(all)))
+        .kv("tokenizer.ggml.tokens", Value::Array(Array::String(vocab)))
         .kv("tokenizer.ggml.token_type", Value::Array(Array::I32(types)))
         .kv(
             "tokenizer.ggml.merges",
             Value::Array(Array::String(vec!["a b".into()])),
         )
-        .kv("tokenizer.ggml.eos_token_id", u32v(vocab - 1));
+        .kv("tokenizer.ggml.eos_token_id", u32v(n - 1));
+    if s.head_dim * s.heads != s.d {
+        w.kv(&key("attention.key_length"), u32v(s.head_dim))
+            .kv(&key("attention.value_length"), u32v(s.head_dim));
+    }
+}
+
+/// GGUF writer for the tiny model `s`; `skip` leaves one tensor out.
+pub(super) fn build(s: &Spec, skip: Option<&str>) -> GgufWriter {
+    use TensorKind::{F16, F32, Q4_1, Q8_0};
+    let mut w = GgufWriter::new();
+    let vocab = vocabulary();
+    let n_vocab = vocab.len();
+    metadata(&mut w, s, vocab);
+    let kind = |k: TensorKind| if s.quantized { k } else { F32 };
     let mut seed = 0;
-    let mut add = |w: &mut GgufWriter, name: &str, rows: usize, cols: usize, kind: TensorKind| {
+    // Values `around + noise · scale`, each tensor from its own seed.
+    let mut add = |w: &mut GgufWriter, name: &str, rows, cols, kind, around: f32, scale| {
         seed += 1;
         if skip == Some(name) {
             return;
         }
-        let values = if rows == 1 {
-            vec![1.0; cols]
-        } else {
-            noise(rows * cols, seed, 0.3)
-        };
+        let values: Vec<f32> = noise(rows * cols, seed, scale)
+            .into_iter()
+            .map(|v| around + v)
+            .collect();
         let t = QTensor::quantize(kind, rows, cols, &values).unwrap_or_else(|e| panic!("{e}"));
         let dims: Vec<u64> = if rows == 1 {
             vec![cols as u64]
@@ -81,24 +167,52 @@ fn tiny(skip: Option<&str>) -> GgufWriter {
         };
         w.tensor(name, &dims, kind, t.data().to_vec());
     };
-    add(&mut w, "token_embd.weight", vocab, D, TensorKind::Q8_0);
-    add(&mut w, "output_norm.weight", 1, D, TensorKind::F32);
-    for l in 0..LAYERS {
-        let n = |s: &str| format!("blk.{l}.{s}.weight");
-        add(&mut w, &n("attn_norm"), 1, D, TensorKind::F32);
-        add(&mut w, &n("attn_q"), D, D, TensorKind::Q4_1);
-        add(&mut w, &n("attn_k"), KV_HEADS * HD, D, TensorKind::Q4_1);
-        add(&mut w, &n("attn_v"), KV_HEADS * HD, D, TensorKind::Q4_1);
-        add(&mut w, &n("attn_output"), D, D, TensorKind::Q4_1);
-        add(&mut w, &n("ffn_norm"), 1, D, TensorKind::F16);
-        add(&mut w, &n("ffn_gate"), FF, D, TensorKind::Q4_1);
-        add(&mut w, &n("ffn_up"), FF, D, TensorKind::Q8_0);
-        add(&mut w, &n("ffn_down"), D, FF, TensorKind::Q4_1);
+    let (d, ff, hd) = (s.d, s.ff, s.head_dim);
+    let (q_dim, kv_dim) = (s.heads * hd, s.kv_heads * hd);
+    add(
+        &mut w,
+        "token_embd.weight",
+        n_vocab,
+        d,
+        kind(Q8_0),
+        0.0,
+        0.3,
+    );
+    if !s.tied {
+        add(&mut w, "output.weight", n_vocab, d, kind(Q8_0), 0.0, 0.3);
+    }
+    add(&mut w, "output_norm.weight", 1, d, F32, 1.0, 0.25);
+    for l in 0..s.layers {
+        let n = |t: &str| format!("blk.{l}.{t}.weight");
+        add(&mut w, &n("attn_norm"), 1, d, F32, 1.0, 0.25);
+        add(&mut w, &n("attn_q"), q_dim, d, kind(Q4_1), 0.0, 0.3);
+        add(&mut w, &n("attn_k"), kv_dim, d, kind(Q4_1), 0.0, 0.3);
+        add(&mut w, &n("attn_v"), kv_dim, d, kind(Q4_1), 0.0, 0.3);
+        if let Some(scale) = s.bias {
+            let b = |t: &str| format!("blk.{l}.{t}.bias");
+            add(&mut w, &b("attn_q"), 1, q_dim, F32, 0.0, scale);
+            add(&mut w, &b("attn_k"), 1, kv_dim, F32, 0.0, scale);
+            add(&mut w, &b("attn_v"), 1, kv_dim, F32, 0.0, scale);
+        }
+        if let Some(gain) = s.qk_norm {
+            add(&mut w, &n("attn_q_norm"), 1, hd, F32, gain, 0.5 * gain);
+            add(&mut w, &n("attn_k_norm"), 1, hd, F32, gain, 0.5 * gain);
+        }
+        add(&mut w, &n("attn_output"), d, q_dim, kind(Q4_1), 0.0, 0.3);
+        add(&mut w, &n("ffn_norm"), 1, d, kind(F16), 1.0, 0.25);
+        add(&mut w, &n("ffn_gate"), ff, d, kind(Q4_1), 0.0, 0.3);
+        add(&mut w, &n("ffn_up"), ff, d, kind(Q8_0), 0.0, 0.3);
+        add(&mut w, &n("ffn_down"), d, ff, kind(Q4_1), 0.0, 0.3);
     }
     w
 }
 
-fn load(w: &GgufWriter) -> Result<Model, ModelError> {
+/// The quantized llama; `skip` leaves one tensor out.
+fn tiny(skip: Option<&str>) -> GgufWriter {
+    build(&Spec::llama(), skip)
+}
+
+pub(super) fn load(w: &GgufWriter) -> Result<Model, ModelError> {
     Model::from_gguf(Gguf::parse(w.to_bytes())?)
 }
 

@@ -1,5 +1,6 @@
-//! Loading the llama weights from GGUF tensors, every shape checked
-//! against the config (dims listed `ne[0]` first: `[cols, rows]`).
+//! Loading the weights of a llama-family model from GGUF tensors, every
+//! shape checked against the config (dims listed `ne[0]` first:
+//! `[cols, rows]`). Which optional tensors exist depends on the `Arch`.
 
 use super::config::Config;
 use crate::{Gguf, ModelError, QTensor};
@@ -12,10 +13,22 @@ pub(crate) struct Layer {
     pub(crate) wk: QTensor,
     pub(crate) wv: QTensor,
     pub(crate) wo: QTensor,
+    /// Q/K/V biases (`attn_{q,k,v}.bias`: qwen2, optional for llama).
+    pub(crate) qkv_bias: Option<QkvBias>,
+    /// Per-head RMSNorm weights of q and k, `head_dim` each (qwen3).
+    pub(crate) qk_norm: Option<(Vec<f32>, Vec<f32>)>,
     pub(crate) ffn_norm: Vec<f32>,
     pub(crate) gate: QTensor,
     pub(crate) up: QTensor,
     pub(crate) down: QTensor,
+}
+
+/// Biases added to the Q, K and V projections.
+#[derive(Debug)]
+pub(crate) struct QkvBias {
+    pub(crate) q: Vec<f32>,
+    pub(crate) k: Vec<f32>,
+    pub(crate) v: Vec<f32>,
 }
 
 /// All weights.
@@ -60,6 +73,22 @@ fn vector(gguf: &Gguf, name: &str, len: usize) -> Result<Vec<f32>, ModelError> {
     Ok(out)
 }
 
+/// The Q/K/V biases of block `i`: `None` when the arch has none, or when
+/// they are optional and `attn_q.bias` is absent.
+fn qkv_bias(gguf: &Gguf, c: &Config, i: usize) -> Result<Option<QkvBias>, ModelError> {
+    let n = |s: &str| format!("blk.{i}.{s}.bias");
+    match c.arch.qkv_bias() {
+        None => return Ok(None),
+        Some(false) if gguf.tensor_info(&n("attn_q")).is_none() => return Ok(None),
+        Some(_) => {}
+    }
+    Ok(Some(QkvBias {
+        q: vector(gguf, &n("attn_q"), c.q_dim())?,
+        k: vector(gguf, &n("attn_k"), c.kv_dim())?,
+        v: vector(gguf, &n("attn_v"), c.kv_dim())?,
+    }))
+}
+
 impl Weights {
     pub(crate) fn load(gguf: &Gguf, c: &Config) -> Result<Self, ModelError> {
         let (d, ff) = (c.n_embd, c.n_ff);
@@ -72,6 +101,15 @@ impl Weights {
                     wk: matrix(gguf, &n("attn_k"), c.kv_dim(), d)?,
                     wv: matrix(gguf, &n("attn_v"), c.kv_dim(), d)?,
                     wo: matrix(gguf, &n("attn_output"), d, c.q_dim())?,
+                    qkv_bias: qkv_bias(gguf, c, i)?,
+                    qk_norm: if c.arch.qk_norm() {
+                        Some((
+                            vector(gguf, &n("attn_q_norm"), c.head_dim)?,
+                            vector(gguf, &n("attn_k_norm"), c.head_dim)?,
+                        ))
+                    } else {
+                        None
+                    },
                     ffn_norm: vector(gguf, &n("ffn_norm"), d)?,
                     gate: matrix(gguf, &n("ffn_gate"), ff, d)?,
                     up: matrix(gguf, &n("ffn_up"), ff, d)?,

@@ -72,9 +72,10 @@ impl Tokenizer {
         let pre = match gguf.get_str("tokenizer.ggml.pre") {
             Ok("smollm") => PreTokenizer::SmolLm,
             Ok("gpt2" | "gpt-2") => PreTokenizer::Gpt2,
+            Ok("qwen2") => PreTokenizer::Qwen2,
             Ok(other) => {
                 return Err(ModelError::Tokenizer(format!(
-                    "pre-tokenizer `{other}` is not supported (smollm, gpt2)"
+                    "pre-tokenizer `{other}` is not supported (smollm, gpt2, qwen2)"
                 )));
             }
             Err(ModelError::MissingKey(_)) => PreTokenizer::Gpt2,

@@ -1,9 +1,12 @@
 //! Pre-tokenization: cutting text into the pieces BPE runs on, as llama.cpp
 //! does for `smollm` (every digit alone first, then GPT-2's pattern
 //! `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
-//! on the text between digits), hand-coded over char classes. The char
-//! predicates `is_alphabetic`/`is_numeric`/`is_whitespace` stand in for
+//! on the text between digits) and for `qwen2` (its own pattern, in
+//! [`qwen2`]), hand-coded over char classes. The char predicates
+//! `is_alphabetic`/`is_numeric`/`is_whitespace` stand in for
 //! `\p{L}`/`\p{N}`/`\s`.
+
+mod qwen2;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Class {
@@ -32,12 +35,15 @@ pub(super) enum PreTokenizer {
     SmolLm,
     /// `gpt2`: the GPT-2 pattern alone.
     Gpt2,
+    /// `qwen2` (Qwen2, Qwen2.5, Qwen3): Qwen's pattern, single digits.
+    Qwen2,
 }
 
 impl PreTokenizer {
     pub(super) fn split<'a>(self, text: &'a str, out: &mut Vec<&'a str>) {
         match self {
             Self::Gpt2 => split_gpt2(text, out),
+            Self::Qwen2 => qwen2::split(text, out),
             Self::SmolLm => {
                 let mut start = 0;
                 for (i, c) in text.char_indices() {

@@ -1,6 +1,46 @@
-//! Tokenizer tests on the real SmolLM2 vocabulary (skipped when absent).
+//! Tokenizer tests on the real SmolLM2 vocabulary (skipped when absent),
+//! and on a synthetic one for the choice of pre-tokenizer.
 
+use crate::gguf::{Array, GgufWriter, Value};
 use crate::test_support::{real_model, wiki_text};
+use crate::{Gguf, ModelError, Tokenizer};
+
+/// A vocabulary of the 256 byte tokens, `12` (merged from `1 2`) and an
+/// end token, with `tokenizer.ggml.pre = pre`.
+fn synthetic(pre: &str) -> Result<Tokenizer, ModelError> {
+    let mut tokens: Vec<String> = super::bytes::byte_to_char()
+        .iter()
+        .map(char::to_string)
+        .collect();
+    tokens.extend(["12".into(), "<|end|>".into()]);
+    let eos = tokens.len() as u32 - 1;
+    let mut w = GgufWriter::new();
+    w.kv("tokenizer.ggml.model", Value::String("gpt2".into()))
+        .kv("tokenizer.ggml.pre", Value::String(pre.into()))
+        .kv("tokenizer.ggml.tokens", Value::Array(Array::String(tokens)))
+        .kv(
+            "tokenizer.ggml.merges",
+            Value::Array(Array::String(vec!["1 2".into()])),
+        )
+        .kv("tokenizer.ggml.eos_token_id", Value::U32(eos));
+    Tokenizer::from_gguf(&Gguf::parse(w.to_bytes())?)
+}
+
+#[test]
+fn qwen2_pre_tokenizer_is_chosen_by_name() {
+    let qwen = synthetic("qwen2").expect("qwen2");
+    let gpt2 = synthetic("gpt2").expect("gpt2");
+    // GPT-2 keeps `12` one piece, so its merge applies; Qwen splits digits.
+    assert_eq!(gpt2.encode("12").len(), 1);
+    assert_eq!(qwen.encode("12").len(), 2);
+    assert_eq!(qwen.decode(&qwen.encode("x12\n\n(y)")), "x12\n\n(y)");
+    let err = synthetic("deepseek-llm").expect_err("unknown pre-tokenizer");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("deepseek-llm") && msg.contains("qwen2"),
+        "{msg}"
+    );
+}
 
 #[test]
 fn hello_world_round_trip() {
