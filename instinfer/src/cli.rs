@@ -37,7 +37,7 @@ enum Command {
     Passkey(passkey::Args),
     /// Redraw the chart of an evaluation from its CSV.
     Plot(eval::PlotArgs),
-    /// The model: fetch it into the cache, or print where it is.
+    /// The known models: fetch one into the cache, print where it is, list them.
     #[command(subcommand)]
     Model(model::Command),
     /// Print the drive's InstCSD capability block.

@@ -108,8 +108,9 @@ pub struct SolidArgs {
     repeat: u8,
     #[command(flatten)]
     ssd: super::ssd::SsdArgs,
-    /// A GGUF model instead of the cached SmolLM2-135M-Instruct.
-    #[arg(long)]
+    /// The model: a known name (`instinfer model list`; default
+    /// smollm2-135m), fetched into the cache on first use, or a GGUF file.
+    #[arg(long, value_name = "NAME|PATH")]
     model: Option<std::path::PathBuf>,
 }
 
@@ -125,8 +126,9 @@ pub struct TraceArgs {
     /// Context tokens (the decode step's query comes after them).
     #[arg(long, default_value_t = 2048)]
     tokens: usize,
-    /// A GGUF model instead of the cached SmolLM2-135M-Instruct.
-    #[arg(long)]
+    /// The model: a known name (`instinfer model list`; default
+    /// smollm2-135m), fetched into the cache on first use, or a GGUF file.
+    #[arg(long, value_name = "NAME|PATH")]
     model: Option<std::path::PathBuf>,
 }
 
@@ -186,8 +188,9 @@ pub struct ModelArgs {
     /// Generated tokens.
     #[arg(long, default_value_t = 32)]
     decode_tokens: usize,
-    /// A GGUF model instead of the cached SmolLM2-135M-Instruct.
-    #[arg(long)]
+    /// The model: a known name (`instinfer model list`; default
+    /// smollm2-135m), fetched into the cache on first use, or a GGUF file.
+    #[arg(long, value_name = "NAME|PATH")]
     model: Option<std::path::PathBuf>,
 }
 

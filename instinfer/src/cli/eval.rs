@@ -63,8 +63,9 @@ pub struct Args {
     /// PNG chart output.
     #[arg(long)]
     plot: Option<PathBuf>,
-    /// A GGUF model instead of the cached SmolLM2-135M-Instruct.
-    #[arg(long)]
+    /// The model: a known name (`instinfer model list`; default
+    /// smollm2-135m), fetched into the cache on first use, or a GGUF file.
+    #[arg(long, value_name = "NAME|PATH")]
     model: Option<PathBuf>,
 }
 

@@ -1,40 +1,82 @@
-//! `instinfer model fetch`: download SmolLM2-135M-Instruct into the cache,
-//! and the `--model PATH` option shared by the commands that need it.
+//! `instinfer model fetch|path|list`: the known models (SmolLM2-135M-Instruct,
+//! the default, and Gemma 3 270M) in the cache, and the `--model NAME|PATH`
+//! option shared by the commands that need a model.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use instinfer::RunError;
 use model::Model;
-use model::fetch::{self, SMOLLM2_135M};
+use model::fetch::{self, ModelSpec, SMOLLM2_135M};
+
+/// `--model NAME` of `model fetch` and `model path`: a known model only.
+#[derive(Debug, clap::Args)]
+pub struct NameArg {
+    /// Which known model.
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = SMOLLM2_135M.name,
+        value_parser = known_model(),
+    )]
+    model: &'static ModelSpec,
+}
+
+/// Parses a known model's name (clap lists the names on a bad one).
+fn known_model() -> impl TypedValueParser<Value = &'static ModelSpec> {
+    PossibleValuesParser::new(fetch::MODELS.map(|m| m.name))
+        .map(|name| fetch::by_name(&name).expect("clap checked the name"))
+}
 
 /// `model` subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    /// Download (with pip, never installing), verify and cache the model.
+    /// Download (with pip, never installing), verify and cache a model.
     Fetch {
+        #[command(flatten)]
+        name: NameArg,
         /// Fetch again even if the cache holds a verified copy.
         #[arg(long)]
         force: bool,
     },
-    /// Print where the cached model lives.
-    Path,
+    /// Print where a model's cached file lives (it may not exist yet).
+    Path {
+        #[command(flatten)]
+        name: NameArg,
+    },
+    /// List the known models: name, description, licence of the weights.
+    List,
 }
 
 pub fn run(c: Command) -> Result<(), RunError> {
     match c {
-        Command::Fetch { force } => {
-            let path = fetch::fetch(&SMOLLM2_135M, force, false)?;
+        Command::Fetch { name, force } => {
+            let path = fetch::fetch(name.model, force, false)?;
             println!("{}", path.display());
         }
-        Command::Path => println!("{}", fetch::cached_path(&SMOLLM2_135M)?.display()),
+        Command::Path { name } => println!("{}", fetch::cached_path(name.model)?.display()),
+        Command::List => {
+            for m in fetch::MODELS {
+                let default = if m.name == SMOLLM2_135M.name {
+                    " (default)"
+                } else {
+                    ""
+                };
+                println!(
+                    "{:<14} {}{default}; weights: {}",
+                    m.name, m.description, m.license
+                );
+            }
+        }
     }
     Ok(())
 }
 
-/// The model to use: `explicit`, or the cached SmolLM2 (fetched on first
-/// use, with progress on stderr), loaded.
-pub fn load(explicit: Option<&Path>) -> Result<Model, RunError> {
-    let path: PathBuf = fetch::ensure(&SMOLLM2_135M, explicit, false)?;
+/// The model to use: `--model`'s argument (a known model's name, fetched
+/// into the cache on first use and verified, or a GGUF file), else the
+/// cached SmolLM2 (with progress on stderr), loaded.
+pub fn load(arg: Option<&Path>) -> Result<Model, RunError> {
+    let path = fetch::resolve(arg.map(Path::as_os_str), &SMOLLM2_135M, false)?;
     // A file that does not load is bad input, like any other file.
     Model::load(&path).map_err(|e| RunError::Input(format!("{}: {e}", path.display())))
 }

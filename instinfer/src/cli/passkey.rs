@@ -51,8 +51,9 @@ pub struct Args {
     /// A line per trial and method on stderr: length, depth, key, answer.
     #[arg(long)]
     verbose: bool,
-    /// A GGUF model instead of the cached SmolLM2-135M-Instruct.
-    #[arg(long)]
+    /// The model: a known name (`instinfer model list`; default
+    /// smollm2-135m), fetched into the cache on first use, or a GGUF file.
+    #[arg(long, value_name = "NAME|PATH")]
     model: Option<PathBuf>,
 }
 

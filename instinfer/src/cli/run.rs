@@ -72,8 +72,9 @@ pub struct Args {
     guard: super::guard::GuardArgs,
     #[command(flatten)]
     pages: super::pages::PagesArgs,
-    /// A GGUF model instead of the cached SmolLM2-135M-Instruct.
-    #[arg(long)]
+    /// The model: a known name (`instinfer model list`; default
+    /// smollm2-135m), fetched into the cache on first use, or a GGUF file.
+    #[arg(long, value_name = "NAME|PATH")]
     model: Option<PathBuf>,
 }
 

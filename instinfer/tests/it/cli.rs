@@ -231,6 +231,62 @@ fn run_and_eval_reject_bad_inputs_with_status_2() {
     }
 }
 
+/// `--model` takes a known model's name or a path; `model path|list` name
+/// the known models without fetching anything; a name that is neither is
+/// refused with the names listed and status 2.
+#[test]
+fn model_names_select_known_models_and_unknown_ones_exit_2() {
+    let dir = scratch("model-names");
+    let cache = |args: &[&str]| {
+        let o = bin()
+            .env("XDG_CACHE_HOME", &dir)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).trim().to_owned()
+    };
+    let models = dir.join("instinfer").join("models");
+    assert_eq!(
+        cache(&["model", "path"]),
+        models
+            .join("SmolLM2-135M-Instruct.Q4_1.gguf")
+            .display()
+            .to_string()
+    );
+    assert_eq!(
+        cache(&["model", "path", "--model", "gemma3-270m"]),
+        models
+            .join("gemma-3-270m-q4_k_m.gguf")
+            .display()
+            .to_string()
+    );
+    let list = cache(&["model", "list"]);
+    assert!(
+        list.contains("smollm2-135m") && list.contains("gemma3-270m"),
+        "{list}"
+    );
+    assert!(list.contains("https://ai.google.dev/gemma/terms"), "{list}");
+
+    for args in [
+        vec!["run", "--model", "gemma4-1b"],
+        vec!["passkey", "--model", "gemma4-1b"],
+        vec!["run", "--model", "/nonexistent/model.gguf"],
+    ] {
+        let out = bin().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains("smollm2-135m, gemma3-270m"), "{args:?}: {err}");
+        assert!(err.contains(args[2]), "{args:?}: {err}");
+    }
+    let out = bin()
+        .args(["model", "fetch", "--model", "gemma4-1b"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("gemma3-270m"), "{}", stderr(&out));
+}
+
 #[test]
 fn bench_paper_names_its_figures_on_a_bad_one() {
     let out = bin()

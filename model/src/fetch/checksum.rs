@@ -30,10 +30,22 @@ pub(crate) fn to_hex(bytes: &[u8]) -> String {
 /// separately (`Err(Ok(e))` = read, `Err(Err(e))` = write) so callers can
 /// blame the right side.
 pub(crate) fn copy_hashing(
-    mut reader: impl Read,
-    mut writer: impl Write,
+    reader: impl Read,
+    writer: impl Write,
 ) -> Result<(String, u64), Result<io::Error, io::Error>> {
     let mut hasher = Sha256::new();
+    let total = copy_into(reader, writer, &mut hasher)?;
+    Ok((to_hex(&hasher.finalize()), total))
+}
+
+/// Copies `reader` into `writer` (flushed at the end), feeding every byte
+/// to `hasher` too; returns the number of bytes copied. Errors as
+/// [`copy_hashing`]'s.
+pub(crate) fn copy_into(
+    mut reader: impl Read,
+    mut writer: impl Write,
+    hasher: &mut Sha256,
+) -> Result<u64, Result<io::Error, io::Error>> {
     let mut buf = vec![0u8; CHUNK];
     let mut total = 0u64;
     loop {
@@ -48,7 +60,7 @@ pub(crate) fn copy_hashing(
         total += n as u64;
     }
     writer.flush().map_err(Err)?;
-    Ok((to_hex(&hasher.finalize()), total))
+    Ok(total)
 }
 
 /// Hex sha256 of a file, advancing `bar` by the bytes read.

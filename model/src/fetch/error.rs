@@ -89,6 +89,16 @@ pub enum FetchError {
         path: PathBuf,
     },
 
+    /// A `--model` argument that is neither a known model's name nor an
+    /// existing path.
+    #[error("--model {given}: neither a known model name ({known}) nor an existing file")]
+    UnknownModel {
+        /// The argument as given.
+        given: String,
+        /// The known names, comma-separated.
+        known: String,
+    },
+
     /// A user-supplied `--model PATH` exists but is not a regular file.
     #[error("--model {path}: not a regular file")]
     NotAFile {

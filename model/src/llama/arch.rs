@@ -1,5 +1,6 @@
 //! `Arch`: the members of the llama family this crate runs, and what sets
-//! them apart (QKV biases, per-head QK-norm, RoPE pairing).
+//! them apart (QKV biases, per-head QK-norm, RoPE pairing, Gemma 3's
+//! post-norms, GeGLU and sliding-window layers).
 
 use std::fmt;
 
@@ -12,6 +13,10 @@ pub enum Arch {
     Qwen2,
     /// `qwen3` (Qwen3): per-head RMSNorm of q and k before RoPE, NEOX RoPE.
     Qwen3,
+    /// `gemma3` (Gemma 3): embeddings scaled by sqrt(n_embd), QK-norm,
+    /// post-attention and post-FFN RMSNorms, GeGLU (tanh GELU), NEOX RoPE,
+    /// and sliding-window attention on most layers.
+    Gemma3,
 }
 
 /// How RoPE pairs a head's dimensions (llama.cpp's `LLAMA_ROPE_TYPE_*`).
@@ -26,7 +31,7 @@ pub enum RopeStyle {
 
 impl Arch {
     /// Every supported architecture.
-    pub const ALL: [Arch; 3] = [Arch::Llama, Arch::Qwen2, Arch::Qwen3];
+    pub const ALL: [Arch; 4] = [Arch::Llama, Arch::Qwen2, Arch::Qwen3, Arch::Gemma3];
 
     /// The architecture named `name`, if supported.
     pub fn from_name(name: &str) -> Option<Self> {
@@ -39,14 +44,16 @@ impl Arch {
             Self::Llama => "llama",
             Self::Qwen2 => "qwen2",
             Self::Qwen3 => "qwen3",
+            Self::Gemma3 => "gemma3",
         }
     }
 
-    /// Which RoPE pairing it uses (llama.cpp: NORM for llama, NEOX for qwen).
+    /// Which RoPE pairing it uses (llama.cpp: NORM for llama, NEOX for qwen
+    /// and gemma3).
     pub fn rope_style(self) -> RopeStyle {
         match self {
             Self::Llama => RopeStyle::Normal,
-            Self::Qwen2 | Self::Qwen3 => RopeStyle::Neox,
+            Self::Qwen2 | Self::Qwen3 | Self::Gemma3 => RopeStyle::Neox,
         }
     }
 
@@ -56,13 +63,19 @@ impl Arch {
         match self {
             Self::Qwen2 => Some(true),
             Self::Llama => Some(false),
-            Self::Qwen3 => None,
+            Self::Qwen3 | Self::Gemma3 => None,
         }
     }
 
     /// Whether q and k are RMS-normalised per head (`attn_{q,k}_norm`).
     pub(crate) fn qk_norm(self) -> bool {
-        self == Self::Qwen3
+        matches!(self, Self::Qwen3 | Self::Gemma3)
+    }
+
+    /// Gemma's block: scaled embeddings, `post_attention_norm` and
+    /// `post_ffw_norm`, GeGLU instead of SwiGLU.
+    pub(crate) fn gemma(self) -> bool {
+        self == Self::Gemma3
     }
 
     /// The supported names, comma-separated, for error messages.

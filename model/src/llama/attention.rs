@@ -31,6 +31,33 @@ pub trait Attention {
         k: &[f32],
         v: &[f32],
     ) -> Result<Vec<f32>, AttentionFailure>;
+
+    /// Whether [`Self::decode_window`] is implemented. A model with
+    /// sliding-window layers (gemma3) refuses to prefill into an
+    /// implementation that says no. False by default.
+    fn supports_window(&self) -> bool {
+        false
+    }
+
+    /// [`Self::decode`] for a sliding-window layer (gemma3): the new token's
+    /// k and v are stored as in `decode`, but the query attends only to the
+    /// last `window` positions of the layer, its own included (earlier ones
+    /// may be dropped). Refused by default, since attending to the whole
+    /// cache instead would be silently wrong.
+    fn decode_window(
+        &mut self,
+        layer: usize,
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+        window: usize,
+    ) -> Result<Vec<f32>, AttentionFailure> {
+        let _ = (layer, q, k, v);
+        Err(format!(
+            "sliding-window attention (window {window}) is not supported by this attention implementation"
+        )
+        .into())
+    }
 }
 
 /// Which logits a prefill returns.

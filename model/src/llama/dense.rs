@@ -27,8 +27,16 @@ pub(crate) fn attend_one(
 }
 
 /// Causal attention over a prompt: `q` is `n × q_dim` (token-major), `k`
-/// and `v` are `[n_kv_heads][n][head_dim]`; returns `n × q_dim`.
-pub(crate) fn causal_attention(q: &[f32], k: &[f32], v: &[f32], n: usize, c: &Config) -> Vec<f32> {
+/// and `v` are `[n_kv_heads][n][head_dim]`; returns `n × q_dim`. With a
+/// `window`, position i attends only to positions i+1−window ..= i.
+pub(crate) fn causal_attention(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    n: usize,
+    c: &Config,
+    window: Option<usize>,
+) -> Vec<f32> {
     let (hd, q_dim) = (c.head_dim, c.q_dim());
     let head = |h: usize| -> Vec<f32> {
         let kvh = h / c.group();
@@ -38,10 +46,11 @@ pub(crate) fn causal_attention(q: &[f32], k: &[f32], v: &[f32], n: usize, c: &Co
         let mut scores = Vec::with_capacity(n);
         for (i, o) in out.chunks_exact_mut(hd).enumerate() {
             let qi = &q[i * q_dim + h * hd..i * q_dim + (h + 1) * hd];
+            let first = window.map_or(0, |w| (i + 1).saturating_sub(w));
             attend_one(
                 qi,
-                &keys[..(i + 1) * hd],
-                &values[..(i + 1) * hd],
+                &keys[first * hd..(i + 1) * hd],
+                &values[first * hd..(i + 1) * hd],
                 &mut scores,
                 o,
             );
@@ -136,6 +145,44 @@ impl DenseCache {
             .get_mut(layer)
             .ok_or_else(|| format!("layer {layer} of {n}").into())
     }
+
+    /// Stores the new k, v and attends over the last `window` positions
+    /// (all of them when `None`).
+    fn step(
+        &mut self,
+        layer: usize,
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+        window: Option<usize>,
+    ) -> Result<Vec<f32>, AttentionFailure> {
+        let hd = self.head_dim;
+        let (n_heads, n_kv) = (self.n_heads, self.n_kv_heads);
+        if q.len() != n_heads * hd || k.len() != n_kv * hd || v.len() != n_kv * hd {
+            return Err(
+                format!("decode q/k/v of {}/{}/{} floats", q.len(), k.len(), v.len()).into(),
+            );
+        }
+        let heads = self.layer_mut(layer)?;
+        for ((hk, hv), (ck, cv)) in k
+            .chunks_exact(hd)
+            .zip(v.chunks_exact(hd))
+            .zip(heads.iter_mut())
+        {
+            ck.extend_from_slice(hk);
+            cv.extend_from_slice(hv);
+        }
+        let group = n_heads / n_kv;
+        let mut out = vec![0f32; n_heads * hd];
+        let mut scores = Vec::new();
+        for (h, (qh, o)) in q.chunks_exact(hd).zip(out.chunks_exact_mut(hd)).enumerate() {
+            let (keys, values) = &heads[h / group];
+            let len = keys.len() / hd.max(1);
+            let first = window.map_or(0, |w| len.saturating_sub(w)) * hd;
+            attend_one(qh, &keys[first..], &values[first..], &mut scores, o);
+        }
+        Ok(out)
+    }
 }
 
 impl Attention for DenseCache {
@@ -169,29 +216,21 @@ impl Attention for DenseCache {
         k: &[f32],
         v: &[f32],
     ) -> Result<Vec<f32>, AttentionFailure> {
-        let hd = self.head_dim;
-        let (n_heads, n_kv) = (self.n_heads, self.n_kv_heads);
-        if q.len() != n_heads * hd || k.len() != n_kv * hd || v.len() != n_kv * hd {
-            return Err(
-                format!("decode q/k/v of {}/{}/{} floats", q.len(), k.len(), v.len()).into(),
-            );
-        }
-        let heads = self.layer_mut(layer)?;
-        for ((hk, hv), (ck, cv)) in k
-            .chunks_exact(hd)
-            .zip(v.chunks_exact(hd))
-            .zip(heads.iter_mut())
-        {
-            ck.extend_from_slice(hk);
-            cv.extend_from_slice(hv);
-        }
-        let group = n_heads / n_kv;
-        let mut out = vec![0f32; n_heads * hd];
-        let mut scores = Vec::new();
-        for (h, (qh, o)) in q.chunks_exact(hd).zip(out.chunks_exact_mut(hd)).enumerate() {
-            let (keys, values) = &heads[h / group];
-            attend_one(qh, keys, values, &mut scores, o);
-        }
-        Ok(out)
+        self.step(layer, q, k, v, None)
+    }
+
+    fn supports_window(&self) -> bool {
+        true
+    }
+
+    fn decode_window(
+        &mut self,
+        layer: usize,
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+        window: usize,
+    ) -> Result<Vec<f32>, AttentionFailure> {
+        self.step(layer, q, k, v, Some(window))
     }
 }

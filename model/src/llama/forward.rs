@@ -1,13 +1,15 @@
 //! The forward pass: batched prefill (dense causal attention here, every
 //! layer's K/V handed to the `Attention` implementation) and single-token
-//! decode (attention delegated to it). The architectures differ only in
-//! how one position's q, k, v are shaped before attention (`shape_qkv`).
+//! decode (attention delegated to it). The llama/qwen architectures differ
+//! only in how one position's q, k, v are shaped before attention
+//! (`shape_qkv`); gemma3 adds scaled embeddings, post-norms, GeGLU and
+//! sliding-window layers (`Attention::decode_window`).
 
 use super::arch::RopeStyle;
 use super::attention::{Attention, Logits};
 use super::dense::causal_attention;
 use super::model::Model;
-use super::ops::{rms_norm, rms_norm_heads, rope, rope_neox, silu_mul};
+use super::ops::{gelu_mul, rms_norm, rms_norm_heads, rope, rope_neox, silu_mul};
 use super::weights::Layer;
 use crate::ModelError;
 
@@ -33,9 +35,12 @@ fn to_head_major(x: &[f32], n: usize, heads: usize, hd: usize) -> Vec<f32> {
 const PLANNING_QUERIES: usize = 16;
 
 impl Model {
-    /// One position's q, k, v after the projections: biases (qwen2), per-head
-    /// QK-norm (qwen3), then RoPE in the arch's pairing.
-    fn shape_qkv(&self, layer: &Layer, pos: usize, q: &mut [f32], k: &mut [f32], v: &mut [f32]) {
+    /// One position's q, k, v after the projections of layer `l`: biases
+    /// (qwen2), per-head QK-norm (qwen3, gemma3), then RoPE in the arch's
+    /// pairing (gemma3's windowed layers with their own base), then q scaled
+    /// when the softmax scale is not 1/sqrt(head_dim) (Gemma 3 27B).
+    fn shape_qkv(&self, l: usize, pos: usize, q: &mut [f32], k: &mut [f32], v: &mut [f32]) {
+        let layer = &self.weights.layers[l];
         let c = &self.config;
         if let Some(b) = &layer.qkv_bias {
             add(q, &b.q);
@@ -50,8 +55,80 @@ impl Model {
             RopeStyle::Normal => rope,
             RopeStyle::Neox => rope_neox,
         };
-        rotate(q, pos, &self.freqs, c.head_dim);
-        rotate(k, pos, &self.freqs, c.head_dim);
+        let freqs = match c.window(l) {
+            Some(_) => &self.freqs_swa,
+            None => &self.freqs,
+        };
+        rotate(q, pos, freqs, c.head_dim);
+        rotate(k, pos, freqs, c.head_dim);
+        if let Some(scale) = c.attn_scale {
+            // The attention applies 1/sqrt(head_dim) itself.
+            let f = scale * (c.head_dim as f32).sqrt();
+            q.iter_mut().for_each(|x| *x *= f);
+        }
+    }
+
+    /// Gemma scales the embedded tokens by sqrt(n_embd).
+    fn scale_embedding(&self, x: &mut [f32]) {
+        if self.config.arch.gemma() {
+            let s = (self.config.n_embd as f32).sqrt();
+            x.iter_mut().for_each(|v| *v *= s);
+        }
+    }
+
+    /// The attention output (`out`, rows of n_embd) added to the residual
+    /// `x`, after gemma3's `post_attention_norm`.
+    fn add_attention(&self, layer: &Layer, x: &mut [f32], out: &mut [f32]) {
+        if let Some((post_attn, _)) = &layer.post_norms {
+            rms_norm_heads(out, post_attn, self.config.rms_eps);
+        }
+        add(x, out);
+    }
+
+    /// The FFN of `h` (normed; `batch` rows of n_embd through the matmul
+    /// kernels, one row through matvec when `None`) added to the residual
+    /// `x`: SwiGLU, or GeGLU with gemma3's `post_ffw_norm`. `gate`/`up` are
+    /// scratch of n_ff per row, `tmp` of n_embd per row.
+    #[allow(clippy::too_many_arguments)]
+    fn add_ffn(
+        &self,
+        layer: &Layer,
+        batch: Option<usize>,
+        x: &mut [f32],
+        h: &[f32],
+        gate: &mut [f32],
+        up: &mut [f32],
+        tmp: &mut [f32],
+    ) {
+        match batch {
+            None => {
+                layer.gate.matvec(h, gate);
+                layer.up.matvec(h, up);
+            }
+            Some(rows) => {
+                layer.gate.matmul(h, rows, gate);
+                layer.up.matmul(h, rows, up);
+            }
+        }
+        match &layer.post_norms {
+            Some(_) => gelu_mul(gate, up),
+            None => silu_mul(gate, up),
+        }
+        match batch {
+            None => layer.down.matvec(gate, tmp),
+            Some(rows) => layer.down.matmul(gate, rows, tmp),
+        }
+        if let Some((_, post_ffw)) = &layer.post_norms {
+            rms_norm_heads(tmp, post_ffw, self.config.rms_eps);
+        }
+        add(x, tmp);
+    }
+
+    /// Gemma's final-logit soft-capping, when configured.
+    fn softcap(&self, logits: &mut [f32]) {
+        if let Some(cap) = self.config.final_softcap {
+            logits.iter_mut().for_each(|v| *v = cap * (*v / cap).tanh());
+        }
     }
 
     /// Runs the prompt (positions 0..n) through every layer with dense
@@ -80,11 +157,24 @@ impl Model {
             });
         }
         tokens.iter().try_for_each(|&t| self.check_token(t))?;
+        if let Some(l) = (0..c.n_layers).find(|&l| c.window(l).is_some()) {
+            if !attn.supports_window() {
+                return Err(ModelError::Attention {
+                    layer: l,
+                    source: format!(
+                        "{} uses sliding-window attention, which this attention implementation does not support",
+                        c.arch
+                    )
+                    .into(),
+                });
+            }
+        }
         let (d, hd) = (c.n_embd, c.head_dim);
         let w = &self.weights;
         let mut x = vec![0f32; n * d];
         for (row, &t) in x.chunks_exact_mut(d).zip(tokens) {
             w.embed.dequantize_row(t as usize, row);
+            self.scale_embedding(row);
         }
         let mut h = vec![0f32; n * d];
         let mut q = vec![0f32; n * c.q_dim()];
@@ -106,7 +196,7 @@ impl Model {
                 .zip(v.chunks_exact_mut(c.kv_dim()))
                 .enumerate()
             {
-                self.shape_qkv(layer, pos, qi, ki, vi);
+                self.shape_qkv(l, pos, qi, ki, vi);
             }
             let kh = to_head_major(&k, n, c.n_kv_heads, hd);
             let vh = to_head_major(&v, n, c.n_kv_heads, hd);
@@ -115,17 +205,13 @@ impl Model {
             let m = n.min(PLANNING_QUERIES);
             attn.prefill_queries(l, &q[(n - m) * c.q_dim()..])
                 .map_err(|source| ModelError::Attention { layer: l, source })?;
-            let o = causal_attention(&q, &kh, &vh, n, c);
+            let o = causal_attention(&q, &kh, &vh, n, c, c.window(l));
             layer.wo.matmul(&o, n, &mut tmp);
-            add(&mut x, &tmp);
+            self.add_attention(layer, &mut x, &mut tmp);
             for (xi, hi) in x.chunks_exact(d).zip(h.chunks_exact_mut(d)) {
                 rms_norm(xi, &layer.ffn_norm, c.rms_eps, hi);
             }
-            layer.gate.matmul(&h, n, &mut gate);
-            layer.up.matmul(&h, n, &mut up);
-            silu_mul(&mut gate, &up);
-            layer.down.matmul(&gate, n, &mut tmp);
-            add(&mut x, &tmp);
+            self.add_ffn(layer, Some(n), &mut x, &h, &mut gate, &mut up, &mut tmp);
         }
         let out = self.output();
         Ok(match logits {
@@ -135,6 +221,7 @@ impl Model {
                 rms_norm(&x[(n - 1) * d..], &w.output_norm, c.rms_eps, &mut hn);
                 let mut logits = vec![0f32; out.rows()];
                 out.matvec(&hn, &mut logits);
+                self.softcap(&mut logits);
                 logits
             }
             Logits::All => {
@@ -143,6 +230,7 @@ impl Model {
                 }
                 let mut logits = vec![0f32; n * out.rows()];
                 out.matmul(&h, n, &mut logits);
+                self.softcap(&mut logits);
                 logits
             }
         })
@@ -169,6 +257,7 @@ impl Model {
         let w = &self.weights;
         let mut x = vec![0f32; d];
         w.embed.dequantize_row(token as usize, &mut x);
+        self.scale_embedding(&mut x);
         let mut h = vec![0f32; d];
         let mut q = vec![0f32; c.q_dim()];
         let mut k = vec![0f32; c.kv_dim()];
@@ -181,10 +270,12 @@ impl Model {
             layer.wq.matvec(&h, &mut q);
             layer.wk.matvec(&h, &mut k);
             layer.wv.matvec(&h, &mut v);
-            self.shape_qkv(layer, pos, &mut q, &mut k, &mut v);
-            let o = attn
-                .decode(l, &q, &k, &v)
-                .map_err(|source| ModelError::Attention { layer: l, source })?;
+            self.shape_qkv(l, pos, &mut q, &mut k, &mut v);
+            let o = match c.window(l) {
+                Some(window) => attn.decode_window(l, &q, &k, &v, window),
+                None => attn.decode(l, &q, &k, &v),
+            }
+            .map_err(|source| ModelError::Attention { layer: l, source })?;
             if o.len() != c.q_dim() {
                 return Err(ModelError::Attention {
                     layer: l,
@@ -192,18 +283,15 @@ impl Model {
                 });
             }
             layer.wo.matvec(&o, &mut tmp);
-            add(&mut x, &tmp);
+            self.add_attention(layer, &mut x, &mut tmp);
             rms_norm(&x, &layer.ffn_norm, c.rms_eps, &mut h);
-            layer.gate.matvec(&h, &mut gate);
-            layer.up.matvec(&h, &mut up);
-            silu_mul(&mut gate, &up);
-            layer.down.matvec(&gate, &mut tmp);
-            add(&mut x, &tmp);
+            self.add_ffn(layer, None, &mut x, &h, &mut gate, &mut up, &mut tmp);
         }
         rms_norm(&x, &w.output_norm, c.rms_eps, &mut h);
         let out = self.output();
         let mut logits = vec![0f32; out.rows()];
         out.matvec(&h, &mut logits);
+        self.softcap(&mut logits);
         Ok(logits)
     }
 }

@@ -1,4 +1,4 @@
-//! The llama family: `llama` (SmolLM2), `qwen2` and `qwen3`: config,
+//! The llama family: `llama` (SmolLM2), `qwen2`, `qwen3` and `gemma3`: config,
 //! weights, the forward pass and the `Attention` seam through which decode
 //! attention leaves the host.
 
@@ -13,6 +13,8 @@ mod weights;
 
 #[cfg(test)]
 mod arch_tests;
+#[cfg(test)]
+mod gemma_tests;
 #[cfg(test)]
 mod reference;
 #[cfg(test)]

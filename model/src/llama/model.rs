@@ -4,17 +4,21 @@
 use std::path::Path;
 
 use super::config::Config;
-use super::ops::rope_freqs;
+use super::ops::{rope_freqs, rope_freqs_scaled};
 use super::weights::Weights;
 use crate::{Gguf, ModelError, QTensor, Tokenizer};
 
-/// A loaded llama-family model (llama, qwen2, qwen3) ready to run.
+/// A loaded llama-family model (llama, qwen2, qwen3, gemma3) ready to run.
 #[derive(Debug)]
 pub struct Model {
     pub(crate) config: Config,
     pub(crate) tokenizer: Tokenizer,
     pub(crate) weights: Weights,
+    /// RoPE frequencies of the global layers (every layer but gemma3's
+    /// sliding-window ones).
     pub(crate) freqs: Vec<f32>,
+    /// RoPE frequencies of the sliding-window layers (`rope_theta_swa`).
+    pub(crate) freqs_swa: Vec<f32>,
 }
 
 impl Model {
@@ -36,7 +40,8 @@ impl Model {
         }
         let weights = Weights::load(&gguf, &config)?;
         Ok(Self {
-            freqs: rope_freqs(config.rope_theta, config.head_dim),
+            freqs: rope_freqs_scaled(config.rope_theta, config.head_dim, config.rope_freq_scale),
+            freqs_swa: rope_freqs(config.rope_theta_swa, config.head_dim),
             config,
             tokenizer,
             weights,

@@ -1,5 +1,6 @@
 //! The small per-vector operations of the llama-family block: RMSNorm (also
-//! per head), RoPE on adjacent pairs or on halves, SiLU gating and softmax.
+//! per head), RoPE on adjacent pairs or on halves, SiLU and GELU gating and
+//! softmax.
 
 /// `out = x / sqrt(mean(x²) + eps) · weight`.
 pub(crate) fn rms_norm(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
@@ -14,6 +15,19 @@ pub(crate) fn rms_norm(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
 pub(crate) fn rope_freqs(theta: f32, head_dim: usize) -> Vec<f32> {
     (0..head_dim / 2)
         .map(|i| (f64::from(theta).powf(-2.0 * i as f64 / head_dim as f64)) as f32)
+        .collect()
+}
+
+/// [`rope_freqs`] times a linear position scale (Gemma 3's global layers
+/// with `rope.scaling.factor`); exactly `rope_freqs` when `scale` is 1.
+pub(crate) fn rope_freqs_scaled(theta: f32, head_dim: usize, scale: f32) -> Vec<f32> {
+    if scale == 1.0 {
+        return rope_freqs(theta, head_dim);
+    }
+    (0..head_dim / 2)
+        .map(|i| {
+            (f64::from(theta).powf(-2.0 * i as f64 / head_dim as f64) * f64::from(scale)) as f32
+        })
         .collect()
 }
 
@@ -75,6 +89,16 @@ pub(crate) fn silu_mul(gate: &mut [f32], up: &[f32]) {
     }
 }
 
+/// `gate = gelu(gate) ⊙ up`, GELU in its tanh form (Gemma's GeGLU).
+pub(crate) fn gelu_mul(gate: &mut [f32], up: &[f32]) {
+    // sqrt(2/π)
+    const C: f32 = 0.797_884_6;
+    for (g, u) in gate.iter_mut().zip(up) {
+        let x = *g;
+        *g = 0.5 * x * (1.0 + (C * (x + 0.044_715 * x * x * x)).tanh()) * u;
+    }
+}
+
 /// In-place softmax.
 pub(crate) fn softmax(x: &mut [f32]) {
     let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
@@ -121,6 +145,21 @@ mod tests {
         assert!((x[0] - 1f32.cos()).abs() < 1e-6 && (x[2] - 1f32.sin()).abs() < 1e-6);
         let a = 0.01f32;
         assert!((x[1] - a.cos()).abs() < 1e-6 && (x[3] - a.sin()).abs() < 1e-6);
+    }
+
+    #[test]
+    fn gelu_tanh_known_points() {
+        let mut g = [0.0, 1.0, -1.0, 3.0];
+        gelu_mul(&mut g, &[1.0, 1.0, 1.0, 2.0]);
+        // gelu_tanh(1) = 0.841192, gelu_tanh(-1) = -0.158808, gelu_tanh(3) = 2.996363.
+        let want = [0.0, 0.841_192, -0.158_808, 2.0 * 2.996_363];
+        for (a, b) in g.iter().zip(want) {
+            assert!((a - b).abs() < 1e-5, "{g:?}");
+        }
+        let scaled = rope_freqs_scaled(10_000.0, 8, 0.125);
+        let plain = rope_freqs(10_000.0, 8);
+        assert_eq!(rope_freqs_scaled(10_000.0, 8, 1.0), plain);
+        assert!((scaled[1] - plain[1] / 8.0).abs() < 1e-7);
     }
 
     #[test]

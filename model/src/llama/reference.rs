@@ -1,7 +1,8 @@
 //! A deliberately plain f64 forward pass for the tiny synthetic models,
 //! written from the architectures' definitions and sharing no code with
 //! the real one (weights are read straight from the GGUF): the oracle the
-//! tiny qwen2/qwen3/llama models are checked against.
+//! tiny qwen2/qwen3/llama/gemma3 models are checked against. `Skip` leaves
+//! out one gemma3 feature, to show the real forward pass depends on it.
 
 use super::tiny::Spec;
 use crate::Gguf;
@@ -51,13 +52,54 @@ fn rope(head: &mut [f64], pos: usize, theta: f64, neox: bool) {
     }
 }
 
+/// gemma3 features the reference can leave out.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Skip {
+    /// Embeddings not scaled by sqrt(n_embd).
+    pub(super) embed_scale: bool,
+    /// No `post_attention_norm` / `post_ffw_norm`.
+    pub(super) post_norms: bool,
+    /// Windowed layers attend to every earlier position.
+    pub(super) window: bool,
+}
+
+/// GELU, tanh form.
+fn gelu(x: f64) -> f64 {
+    0.5 * x * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x.powi(3))).tanh())
+}
+
 /// The logits of every position of `tokens`, run causally from position 0.
 pub(super) fn logits(s: &Spec, g: &Gguf, tokens: &[u32]) -> Vec<Vec<f64>> {
-    let (hd, eps, theta) = (s.head_dim, f64::from(s.eps), f64::from(s.theta));
+    logits_skipping(s, g, tokens, Skip::default())
+}
+
+/// [`logits`] without the features `skip` names.
+pub(super) fn logits_skipping(s: &Spec, g: &Gguf, tokens: &[u32], skip: Skip) -> Vec<Vec<f64>> {
+    let (hd, eps) = (s.head_dim, f64::from(s.eps));
     let neox = s.arch != "llama";
+    let gemma = s.arch == "gemma3";
     let embed = read(g, "token_embd.weight");
-    let mut xs: Vec<Vec<f64>> = tokens.iter().map(|&t| embed[t as usize].clone()).collect();
+    let scale = if gemma && !skip.embed_scale {
+        (s.d as f64).sqrt()
+    } else {
+        1.0
+    };
+    let mut xs: Vec<Vec<f64>> = tokens
+        .iter()
+        .map(|&t| embed[t as usize].iter().map(|v| v * scale).collect())
+        .collect();
     for l in 0..s.layers {
+        // Windowed gemma3 layers: local RoPE base 10000 and a window.
+        let window = (s.windowed(l) && !skip.window).then(|| s.window.unwrap_or(usize::MAX));
+        let theta = if s.windowed(l) {
+            10_000.0
+        } else {
+            f64::from(s.theta)
+        };
+        let post = |t: &str| {
+            (gemma && !skip.post_norms).then(|| vector(g, &format!("blk.{l}.{t}.weight")))
+        };
+        let (post_attn, post_ffw) = (post("post_attention_norm"), post("post_ffw_norm"));
         let name = |t: &str| format!("blk.{l}.{t}");
         let w = |t: &str| read(g, &name(&format!("{t}.weight")));
         let (wq, wk, wv, wo) = (w("attn_q"), w("attn_k"), w("attn_v"), w("attn_output"));
@@ -99,29 +141,44 @@ pub(super) fn logits(s: &Spec, g: &Gguf, tokens: &[u32]) -> Vec<Vec<f64>> {
         let (gate, up, down) = (w("ffn_gate"), w("ffn_up"), w("ffn_down"));
         for (i, x) in xs.iter_mut().enumerate() {
             let mut o = Vec::new();
+            let first = window.map_or(0, |w| (i + 1).saturating_sub(w));
             for (h, q) in qs[i].iter().enumerate() {
                 let kv = h / group;
-                let scores: Vec<f64> = (0..=i)
+                let scores: Vec<f64> = (first..=i)
                     .map(|j| q.iter().zip(&ks[j][kv]).map(|(a, b)| a * b).sum::<f64>())
                     .map(|dot| dot / (hd as f64).sqrt())
                     .collect();
                 let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
                 let e: Vec<f64> = scores.iter().map(|sc| (sc - max).exp()).collect();
                 let sum: f64 = e.iter().sum();
-                o.extend((0..hd).map(|c| (0..=i).map(|j| e[j] / sum * vs[j][kv][c]).sum::<f64>()));
+                o.extend((0..hd).map(|c| {
+                    (first..=i)
+                        .map(|j| e[j - first] / sum * vs[j][kv][c])
+                        .sum::<f64>()
+                }));
             }
-            x.iter_mut()
-                .zip(mat_vec(&wo, &o))
-                .for_each(|(a, b)| *a += b);
+            let mut attn_out = mat_vec(&wo, &o);
+            if let Some(w) = &post_attn {
+                attn_out = rms_norm(&attn_out, w, eps);
+            }
+            x.iter_mut().zip(attn_out).for_each(|(a, b)| *a += b);
             let h = rms_norm(x, &ffn_norm, eps);
             let act: Vec<f64> = mat_vec(&gate, &h)
                 .iter()
                 .zip(mat_vec(&up, &h))
-                .map(|(g, u)| g / (1.0 + (-g).exp()) * u)
+                .map(|(g, u)| {
+                    if gemma {
+                        gelu(*g) * u
+                    } else {
+                        g / (1.0 + (-g).exp()) * u
+                    }
+                })
                 .collect();
-            x.iter_mut()
-                .zip(mat_vec(&down, &act))
-                .for_each(|(a, b)| *a += b);
+            let mut ffn_out = mat_vec(&down, &act);
+            if let Some(w) = &post_ffw {
+                ffn_out = rms_norm(&ffn_out, w, eps);
+            }
+            x.iter_mut().zip(ffn_out).for_each(|(a, b)| *a += b);
         }
     }
     let out = read(

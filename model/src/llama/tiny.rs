@@ -1,4 +1,4 @@
-//! Tiny synthetic llama, qwen2 and qwen3 models built in memory with
+//! Tiny synthetic llama, qwen2, qwen3 and gemma3 models built in memory with
 //! `GgufWriter` (`Spec`, `build`), so the forward pass is checked even where
 //! no real model file is present; here, the llama's decode-vs-prefill and
 //! bad-tensor tests (the architecture tests are in `arch_tests`).
@@ -35,6 +35,11 @@ pub(super) struct Spec {
     pub(super) tied: bool,
     /// Mixed quantized kinds (Q8_0, Q4_1, F16); all F32 otherwise.
     pub(super) quantized: bool,
+    /// gemma3's `attention.sliding_window`; not written when `None`.
+    pub(super) window: Option<usize>,
+    /// gemma3's `attention.sliding_window_pattern` (period); not written
+    /// when `None` (llama.cpp's default, 6, applies).
+    pub(super) swa_period: Option<usize>,
 }
 
 impl Spec {
@@ -54,6 +59,8 @@ impl Spec {
             qk_norm: None,
             tied: false,
             quantized: true,
+            window: None,
+            swa_period: None,
         }
     }
 
@@ -88,6 +95,34 @@ fn noise(n: usize, seed: u64, scale: f32) -> Vec<f32> {
     (0..n)
         .map(|_| (rng.next_f32() * 2.0 - 1.0) * scale)
         .collect()
+}
+
+impl Spec {
+    /// An F32 gemma3: 2 layers, the first with a sliding window of 3
+    /// positions and local RoPE base 10000, the second global (base 1e6);
+    /// one KV head, head_dim 16 ≠ 48 / 4, tied output.
+    pub(super) fn gemma3() -> Self {
+        Self {
+            arch: "gemma3",
+            d: 48,
+            ff: 80,
+            kv_heads: 1,
+            theta: 1_000_000.0,
+            eps: 1e-6,
+            qk_norm: Some(1.0),
+            tied: true,
+            quantized: false,
+            window: Some(3),
+            swa_period: Some(2),
+            ..Self::llama()
+        }
+    }
+
+    /// Whether layer `l` uses the sliding window (llama.cpp's pattern).
+    pub(super) fn windowed(&self, l: usize) -> bool {
+        let p = self.swa_period.unwrap_or(6);
+        self.window.is_some() && (p == 0 || l % p < p - 1)
+    }
 }
 
 /// The vocabulary: 256 byte tokens (found by their mapped spelling) and an
@@ -134,6 +169,12 @@ fn metadata(w: &mut GgufWriter, s: &Spec, vocab: Vec<String>) {
             Value::Array(Array::String(vec!["a b".into()])),
         )
         .kv("tokenizer.ggml.eos_token_id", u32v(n - 1));
+    if let Some(window) = s.window {
+        w.kv(&key("attention.sliding_window"), u32v(window));
+    }
+    if let Some(period) = s.swa_period {
+        w.kv(&key("attention.sliding_window_pattern"), u32v(period));
+    }
     if s.head_dim * s.heads != s.d {
         w.kv(&key("attention.key_length"), u32v(s.head_dim))
             .kv(&key("attention.value_length"), u32v(s.head_dim));
@@ -199,6 +240,10 @@ pub(super) fn build(s: &Spec, skip: Option<&str>) -> GgufWriter {
             add(&mut w, &n("attn_k_norm"), 1, hd, F32, gain, 0.5 * gain);
         }
         add(&mut w, &n("attn_output"), d, q_dim, kind(Q4_1), 0.0, 0.3);
+        if s.arch == "gemma3" {
+            add(&mut w, &n("post_attention_norm"), 1, d, F32, 1.0, 0.25);
+            add(&mut w, &n("post_ffw_norm"), 1, d, F32, 1.0, 0.25);
+        }
         add(&mut w, &n("ffn_norm"), 1, d, kind(F16), 1.0, 0.25);
         add(&mut w, &n("ffn_gate"), ff, d, kind(Q4_1), 0.0, 0.3);
         add(&mut w, &n("ffn_up"), ff, d, kind(Q8_0), 0.0, 0.3);

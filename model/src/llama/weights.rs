@@ -17,6 +17,10 @@ pub(crate) struct Layer {
     pub(crate) qkv_bias: Option<QkvBias>,
     /// Per-head RMSNorm weights of q and k, `head_dim` each (qwen3).
     pub(crate) qk_norm: Option<(Vec<f32>, Vec<f32>)>,
+    /// RMSNorm weights applied to the attention output and to the FFN
+    /// output before each residual add (gemma3's `post_attention_norm`,
+    /// `post_ffw_norm`; stored with Gemma's +1 already added).
+    pub(crate) post_norms: Option<(Vec<f32>, Vec<f32>)>,
     pub(crate) ffn_norm: Vec<f32>,
     pub(crate) gate: QTensor,
     pub(crate) up: QTensor,
@@ -106,6 +110,14 @@ impl Weights {
                         Some((
                             vector(gguf, &n("attn_q_norm"), c.head_dim)?,
                             vector(gguf, &n("attn_k_norm"), c.head_dim)?,
+                        ))
+                    } else {
+                        None
+                    },
+                    post_norms: if c.arch.gemma() {
+                        Some((
+                            vector(gguf, &n("post_attention_norm"), d)?,
+                            vector(gguf, &n("post_ffw_norm"), d)?,
                         ))
                     } else {
                         None

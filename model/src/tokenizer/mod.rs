@@ -1,15 +1,19 @@
-//! The byte-level BPE tokenizer of GPT-2-style GGUF vocabularies
-//! (`tokenizer.ggml.model = gpt2`): loading from metadata, encoding (with
+//! The tokenizers of GGUF vocabularies, chosen by `tokenizer.ggml.model`:
+//! byte-level BPE of GPT-2 style (`gpt2`: SmolLM2, Qwen) and SentencePiece
+//! BPE (`llama`: Gemma; see `spm`). Loading from metadata, encoding (with
 //! or without literal special tokens) and decoding to bytes.
 //!
-//! Pipeline: special tokens (optional) → pre-tokenizer pieces → bytes as
-//! single-byte tokens → merges by rank. Identical pieces are merged once per
-//! call (a per-word cache), which makes long texts cheap.
+//! GPT-2 pipeline: special tokens (optional) → pre-tokenizer pieces → bytes
+//! as single-byte tokens → merges by rank. Identical pieces are merged once
+//! per call (a per-word cache), which makes long texts cheap.
 
 mod bpe;
 mod bytes;
 mod pretokenize;
+mod spm;
 
+#[cfg(test)]
+mod spm_tests;
 #[cfg(test)]
 mod tests;
 
@@ -18,6 +22,7 @@ use std::collections::HashMap;
 use crate::{Gguf, ModelError};
 use bpe::Merges;
 use pretokenize::PreTokenizer;
+use spm::Spm;
 
 /// GGUF `token_type` of control tokens (`<|im_start|>`, `<|endoftext|>`).
 pub const TOKEN_TYPE_CONTROL: i32 = 3;
@@ -27,9 +32,12 @@ pub const TOKEN_TYPE_USER_DEFINED: i32 = 4;
 /// Marks a byte the vocabulary has no token for; never merges.
 const NO_TOKEN: u32 = u32::MAX;
 
-/// A byte-level BPE tokenizer.
+/// A byte-level BPE or SentencePiece BPE tokenizer.
 #[derive(Debug)]
 pub struct Tokenizer {
+    /// The SentencePiece vocabulary (`tokenizer.ggml.model = llama`); the
+    /// byte-level fields below are then unused (no merges, no byte ids).
+    spm: Option<Spm>,
     tokens: Vec<String>,
     token_type: Vec<i32>,
     merges: Merges,
@@ -64,12 +72,13 @@ impl Tokenizer {
     /// Reads the `tokenizer.ggml.*` metadata.
     pub fn from_gguf(gguf: &Gguf) -> Result<Self, ModelError> {
         let model = gguf.get_str("tokenizer.ggml.model")?;
-        if model != "gpt2" {
+        if model != "gpt2" && model != "llama" {
             return Err(ModelError::Tokenizer(format!(
-                "tokenizer model `{model}` is not supported (only gpt2)"
+                "tokenizer model `{model}` is not supported (gpt2, llama)"
             )));
         }
         let pre = match gguf.get_str("tokenizer.ggml.pre") {
+            _ if model == "llama" => PreTokenizer::Gpt2,
             Ok("smollm") => PreTokenizer::SmolLm,
             Ok("gpt2" | "gpt-2") => PreTokenizer::Gpt2,
             Ok("qwen2") => PreTokenizer::Qwen2,
@@ -104,13 +113,41 @@ impl Tokenizer {
             .enumerate()
             .map(|(i, t)| (t.clone(), i as u32))
             .collect();
-        let merges = if gguf.contains_key("tokenizer.ggml.merges") {
+        let spm = if model == "llama" {
+            let scores = if gguf.contains_key("tokenizer.ggml.scores") {
+                let scores = gguf.get_f32_array("tokenizer.ggml.scores")?;
+                if scores.len() != vocab {
+                    return Err(ModelError::Tokenizer(format!(
+                        "{} scores for {vocab} tokens",
+                        scores.len()
+                    )));
+                }
+                Some(scores)
+            } else {
+                None
+            };
+            let add_space_prefix = match gguf.get_bool("tokenizer.ggml.add_space_prefix") {
+                Ok(b) => b,
+                Err(ModelError::MissingKey(_)) => true,
+                Err(e) => return Err(e),
+            };
+            Some(Spm::new(&tokens, scores, add_space_prefix))
+        } else {
+            None
+        };
+        let merges = if spm.is_some() {
+            Merges::default()
+        } else if gguf.contains_key("tokenizer.ggml.merges") {
             Merges::new(gguf.get_str_array("tokenizer.ggml.merges")?, &id_of)
         } else {
             Merges::default()
         };
         let mut byte_ids = [NO_TOKEN; 256];
-        for (slot, c) in byte_ids.iter_mut().zip(bytes::byte_to_char()) {
+        for (slot, c) in byte_ids
+            .iter_mut()
+            .zip(bytes::byte_to_char())
+            .filter(|_| spm.is_none())
+        {
             if let Some(&id) = id_of.get(c.encode_utf8(&mut [0; 4]) as &str) {
                 *slot = id;
             }
@@ -135,6 +172,7 @@ impl Tokenizer {
             Err(e) => return Err(e),
         };
         Ok(Self {
+            spm,
             tokens,
             token_type,
             merges,
@@ -165,9 +203,26 @@ impl Tokenizer {
     }
 
     /// Whether the model expects a BOS token first (`add_bos_token`; false
-    /// for SmolLM2, and this crate never adds one itself).
+    /// for SmolLM2, true for Gemma). `encode` never adds one;
+    /// [`Self::encode_prompt`] does when this is true.
     pub fn add_bos(&self) -> bool {
         self.add_bos
+    }
+
+    /// A prompt's ids as the model expects them: BOS first when
+    /// [`Self::add_bos`], then `text` through [`Self::encode_with_special`]
+    /// (`special`) or [`Self::encode`].
+    pub fn encode_prompt(&self, text: &str, special: bool) -> Vec<u32> {
+        let mut out = Vec::new();
+        if self.add_bos {
+            out.push(self.bos);
+        }
+        out.extend(if special {
+            self.encode_with_special(text)
+        } else {
+            self.encode(text)
+        });
+        out
     }
 
     /// Number of merges that can apply.
@@ -226,6 +281,10 @@ impl Tokenizer {
         cache: &mut HashMap<&'a str, Vec<u32>>,
         out: &mut Vec<u32>,
     ) {
+        if let Some(spm) = &self.spm {
+            spm.encode(text, self.unk, out);
+            return;
+        }
         let mut pieces = Vec::new();
         self.pre.split(text, &mut pieces);
         for piece in pieces {
@@ -260,6 +319,10 @@ impl Tokenizer {
         let Some(text) = self.tokens.get(id as usize) else {
             return;
         };
+        if let Some(spm) = &self.spm {
+            spm.push_bytes(id, text, out);
+            return;
+        }
         for c in text.chars() {
             match self.char_to_byte.get(c as usize).copied().flatten() {
                 Some(b) => out.push(b),
@@ -269,12 +332,17 @@ impl Tokenizer {
     }
 
     /// Decodes to text (invalid UTF-8 replaced); control tokens are left out.
+    /// A SentencePiece vocabulary with `add_space_prefix` loses the space
+    /// its encoding put first.
     pub fn decode(&self, ids: &[u32]) -> String {
         let mut bytes = Vec::new();
         for &id in ids {
             if !self.is_control(id) {
                 self.push_bytes(id, &mut bytes);
             }
+        }
+        if self.spm.as_ref().is_some_and(|s| s.add_space_prefix) && bytes.first() == Some(&b' ') {
+            bytes.remove(0);
         }
         String::from_utf8_lossy(&bytes).into_owned()
     }
