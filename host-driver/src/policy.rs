@@ -266,7 +266,7 @@ impl PagesSetting {
     /// The tuned default (on the tuning text; see docs/flash-selection.md).
     pub const DEFAULT: PagesSetting = PagesSetting {
         page_bytes: 4096,
-        local_pages: 1,
+        local_pages: 0,
         mass: 1.0,
         score: PageScore::Sketch {
             bits: 2,
