@@ -7,6 +7,7 @@ use model::{Attention, AttentionFailure};
 
 use crate::backend::{AttentionBackend, DecodeStep, ModelShape};
 use crate::policy::Policy;
+use attention::shape::Method;
 
 use super::LayerPlan;
 
@@ -142,6 +143,39 @@ impl Attention for BackendAttention<'_> {
         k: &[f32],
         v: &[f32],
     ) -> Result<Vec<f32>, AttentionFailure> {
+        self.step(layer, q, k, v, None)
+    }
+
+    /// Sliding-window layers (gemma3) run the `local` method over the
+    /// window, whatever the policy: a backend that cannot (the drive)
+    /// refuses the step with its own error.
+    fn supports_window(&self) -> bool {
+        true
+    }
+
+    fn decode_window(
+        &mut self,
+        layer: usize,
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+        window: usize,
+    ) -> Result<Vec<f32>, AttentionFailure> {
+        self.step(layer, q, k, v, Some(window))
+    }
+}
+
+impl BackendAttention<'_> {
+    /// One decode step of `layer`: the policy's method (and the per-layer
+    /// plan), or `local` over the last `window` tokens.
+    fn step(
+        &mut self,
+        layer: usize,
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+        window: Option<usize>,
+    ) -> Result<Vec<f32>, AttentionFailure> {
         let d = self.shape.head_dim;
         let s = self
             .lens
@@ -151,6 +185,9 @@ impl Attention for BackendAttention<'_> {
         let mut method = self.policy.method(s, d);
         if let Some(plan) = &self.plan {
             method = plan.apply(layer, method, s);
+        }
+        if let Some(window) = window {
+            method = Method::Local { window };
         }
         let step = DecodeStep {
             seq: self.seq,

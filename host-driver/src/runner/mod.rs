@@ -6,6 +6,8 @@
 mod adapter;
 mod layer_plan;
 mod recorder;
+#[cfg(test)]
+mod window_tests;
 
 pub use adapter::BackendAttention;
 pub use layer_plan::LayerPlan;

@@ -228,10 +228,12 @@ pub fn run_generation(
         return Err(input("--prompt must not be empty"));
     }
     let tok = model.tokenizer();
+    // BOS first where the model asks for it (`add_bos_token`: Gemma yes,
+    // SmolLM2 no).
     let prompt = if p.chat {
-        tok.encode_with_special(&chat_prompt(&p.prompt))
+        tok.encode_prompt(&chat_prompt(&p.prompt), true)
     } else {
-        tok.encode(&p.prompt)
+        tok.encode_prompt(&p.prompt, false)
     };
     let cfg = model.config();
     if prompt.is_empty() || prompt.len() + p.max_tokens > cfg.context_len {
