@@ -409,18 +409,7 @@ fn verilog_bound_row_matches_model() {
     ));
     let stim = bound_row::stimulus(&rows, SYNTH_LANES, 0x7E00, 7);
     let lines = simulate("bound_row", stim.iter().map(|c| c.vector_line(SYNTH_LANES)));
-    let mut run = bound_row::BoundRun::default();
-    for l in &lines[..lines.len() - 1] {
-        let f: Vec<&str> = l.split(' ').collect();
-        assert_eq!(f.len(), 1 + SYNTH_LANES, "line {l:?}");
-        run.out_clock.push(f[0].parse::<usize>().expect("clock"));
-        run.beats.push(
-            f[1..]
-                .iter()
-                .map(|x| u16::from_str_radix(x, 16).expect("hex"))
-                .collect(),
-        );
-    }
+    let run = row_run(&lines, SYNTH_LANES);
     let dims: Vec<usize> = rows.iter().map(|(q, _)| q.len()).collect();
     let got = run.rows(&dims, SYNTH_LANES);
     for ((q, s), g) in rows.iter().zip(&got) {
@@ -448,6 +437,24 @@ fn verilog_bound_row_matches_model() {
         dims.iter().sum::<usize>(),
         stim.len()
     );
+}
+
+/// A row block's output lines (`clock lane0 … lane(n−1)`, hex lanes; the
+/// last line is the testbench's `end`) as a run.
+fn row_run(lines: &[String], lanes: usize) -> hdl::sim::RowRun {
+    let mut run = hdl::sim::RowRun::default();
+    for l in &lines[..lines.len() - 1] {
+        let f: Vec<&str> = l.split(' ').collect();
+        assert_eq!(f.len(), 1 + lanes, "line {l:?}");
+        run.out_clock.push(f[0].parse::<usize>().expect("clock"));
+        run.beats.push(
+            f[1..]
+                .iter()
+                .map(|x| u16::from_str_radix(x, 16).expect("hex"))
+                .collect(),
+        );
+    }
+    run
 }
 
 #[test]
@@ -532,18 +539,7 @@ fn verilog_sketch_row_matches_model() {
         "sketch_row",
         stim.iter().map(|c| c.vector_line(SYNTH_LANES)),
     );
-    let mut run = sketch_row::SketchRun::default();
-    for l in &lines[..lines.len() - 1] {
-        let f: Vec<&str> = l.split(' ').collect();
-        assert_eq!(f.len(), 1 + SYNTH_LANES, "line {l:?}");
-        run.out_clock.push(f[0].parse::<usize>().expect("clock"));
-        run.beats.push(
-            f[1..]
-                .iter()
-                .map(|x| u16::from_str_radix(x, 16).expect("hex"))
-                .collect(),
-        );
-    }
+    let run = row_run(&lines, SYNTH_LANES);
     let dims = sketch_row::row_dims(&pages);
     let got = run.rows(&dims, SYNTH_LANES);
     assert_eq!(got.len(), dims.len());

@@ -304,18 +304,16 @@ impl PagesSetting {
     /// How a drive places a sequence that runs this method (the layout the
     /// host engine model assumes too).
     pub fn placement(&self) -> proto::Placement {
+        let (sketch_bits, sketch_shortlist) = match self.score {
+            PageScore::Sketch { bits, shortlist } => (bits, shortlist),
+            _ => (0, 0),
+        };
         proto::Placement {
             similar: self.similar,
             sink: u8::try_from(self.sink).unwrap_or(u8::MAX),
             recent_pages: u8::try_from(self.local_pages).unwrap_or(u8::MAX),
-            sketch_bits: match self.score {
-                PageScore::Sketch { bits, .. } => bits,
-                _ => 0,
-            },
-            sketch_shortlist: match self.score {
-                PageScore::Sketch { shortlist, .. } => shortlist,
-                _ => 0,
-            },
+            sketch_bits,
+            sketch_shortlist,
         }
     }
 

@@ -441,30 +441,31 @@ pub fn pages_group(
             select_pages_from_keys(mass_keys(&qf, k, d, full, t, p.sink), g, p, argtopk)
         }
         PageScore::Sketch { bits, shortlist } => {
-            let approx = sketched(k, d, full, t, p.sink, bits);
-            let listed = usize::from(shortlist).saturating_mul(p.max_pages);
-            if shortlist == 0 || listed >= full {
-                select_pages_from_keys(mass_keys(&qf, &approx, d, full, t, p.sink), g, p, argtopk)
+            // The mean score shortlists `wide` pages (every page when the
+            // shortlist is 0 or covers them all); only those are decoded
+            // from the sketch, the rest stand in as their mean logits.
+            let wide = usize::from(shortlist).saturating_mul(p.max_pages);
+            let (listed, ml) = if shortlist == 0 || wide >= full {
+                ((0..full as u32).collect(), Vec::new())
             } else {
-                // The mean score shortlists `listed` pages; the sketch
-                // ranks them, the rest stand in as their mean logits.
                 let ml = mean_page_logits(&qf, k, d, full, t, p.sink);
-                let wide = PagesParams {
-                    max_pages: listed,
+                let p = PagesParams {
+                    max_pages: wide,
                     mass_milli: 1000,
                     ..p
                 };
-                let cand = select_pages(&ml, g, wide);
-                let (rows, spans) = shortlist_rows(&approx, d, &cand, full, t, p.sink);
-                let stand = shortlist_stand_ins(&cand, full, t, p.sink);
-                let extra: Vec<i32> = ml
-                    .chunks_exact(full)
-                    .flat_map(|l| stand.iter().map(|&pg| l[pg]))
-                    .collect();
-                let probs = head_probs(&qf, &rows, &extra, stand.len(), d);
-                let n = rows.len() / d + stand.len();
-                select_pages_from_keys(span_masses(&probs, n, full, &spans), g, p, argtopk)
-            }
+                (select_pages(&ml, g, p), ml)
+            };
+            let approx = sketched(k, d, &listed, t, p.sink, bits);
+            let (rows, spans) = shortlist_rows(&approx, d, &listed, full, t, p.sink);
+            let stand = shortlist_stand_ins(&listed, full, t, p.sink);
+            let extra: Vec<i32> = ml
+                .chunks_exact(full.max(1))
+                .flat_map(|l| stand.iter().map(|&pg| l[pg]))
+                .collect();
+            let probs = head_probs(&qf, &rows, &extra, stand.len(), d);
+            let n = rows.len() / d.max(1) + stand.len();
+            select_pages_from_keys(span_masses(&probs, n, full, &spans), g, p, argtopk)
         }
     };
     let tokens = page_tokens(&pages, t, s, p.sink);
@@ -717,12 +718,12 @@ pub fn sketch_rows(rows: &mut [u16], d: usize, bits: u32) {
     }
 }
 
-/// The keys as the scorer sees them: every full page's tokens (pinned
-/// sinks excluded) through the sketch, the sinks and the tail exact.
-fn sketched(k: &[u16], d: usize, full: usize, t: usize, sink: usize, bits: u8) -> Vec<u16> {
+/// The keys as the scorer sees them: the tokens of the `listed` full
+/// pages (pinned sinks excluded) through the sketch, every other row exact.
+fn sketched(k: &[u16], d: usize, listed: &[u32], t: usize, sink: usize, bits: u8) -> Vec<u16> {
     let mut approx = k.to_vec();
-    for pg in 0..full {
-        let r = page_span(pg, t, sink);
+    for &pg in listed {
+        let r = page_span(pg as usize, t, sink);
         sketch_rows(&mut approx[r.start * d..r.end * d], d, u32::from(bits));
     }
     approx

@@ -220,7 +220,7 @@ fn sketch_keys(
     }
     rows.extend_from_slice(ix.current_keys());
     let covered = ix.pinned() + spans.iter().map(|(_, r)| r.len()).sum::<usize>();
-    if listed.is_none() && rows.len() != s * d || covered > s {
+    if (listed.is_none() && rows.len() != s * d) || covered > s {
         return Err(Status::INTERNAL_ERROR);
     }
     Ok((rows, spans))

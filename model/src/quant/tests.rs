@@ -113,15 +113,21 @@ fn matvec_and_matmul_match_dequantized_dot() {
     for (k, kind) in KINDS.into_iter().enumerate() {
         let t =
             QTensor::quantize(kind, rows, cols, &noise(rows * cols, k as u64)).expect("quantize");
-        let xs = noise(n * cols, 100 + k as u64);
-        let want = reference(&t, &xs, n);
-        let mut out = vec![0f32; rows];
-        t.matvec(&xs[..cols], &mut out);
-        close(&out, &want[..rows]);
-        let mut out = vec![0f32; n * rows];
-        t.matmul(&xs, n, &mut out);
-        close(&out, &want);
+        kernels_match_dequantized(&t, &noise(n * cols, 100 + k as u64), n);
     }
+}
+
+/// matvec (on the first of the `n` inputs in `xs`) and matmul agree with
+/// dequantize-then-dot.
+fn kernels_match_dequantized(t: &QTensor, xs: &[f32], n: usize) {
+    let (rows, cols) = (t.rows(), t.cols());
+    let want = reference(t, xs, n);
+    let mut out = vec![0f32; rows];
+    t.matvec(&xs[..cols], &mut out);
+    close(&out, &want[..rows]);
+    let mut out = vec![0f32; n * rows];
+    t.matmul(xs, n, &mut out);
+    close(&out, &want);
 }
 
 #[test]
@@ -130,19 +136,24 @@ fn thread_count_does_not_change_bits() {
     for (k, kind) in KINDS.into_iter().enumerate() {
         let t = QTensor::quantize(kind, rows, cols, &noise(rows * cols, 7 + k as u64))
             .expect("quantize");
-        let xs = noise(n * cols, 9);
-        let mut one = vec![0f32; rows];
-        t.matvec_threads(&xs[..cols], &mut one, 1);
-        let mut one_mm = vec![0f32; n * rows];
-        t.matmul_threads(&xs, n, &mut one_mm, 1);
-        for threads in [2, 3, 8] {
-            let mut many = vec![0f32; rows];
-            t.matvec_threads(&xs[..cols], &mut many, threads);
-            assert_eq!(one, many, "{kind} matvec on {threads} threads");
-            let mut many_mm = vec![0f32; n * rows];
-            t.matmul_threads(&xs, n, &mut many_mm, threads);
-            assert_eq!(one_mm, many_mm, "{kind} matmul on {threads} threads");
-        }
+        threads_agree(&t, &noise(n * cols, 9), n);
+    }
+}
+
+/// matvec and matmul give the same bits on 1, 2, 3 and 8 threads.
+fn threads_agree(t: &QTensor, xs: &[f32], n: usize) {
+    let (rows, cols, kind) = (t.rows(), t.cols(), t.kind());
+    let mut one = vec![0f32; rows];
+    t.matvec_threads(&xs[..cols], &mut one, 1);
+    let mut one_mm = vec![0f32; n * rows];
+    t.matmul_threads(xs, n, &mut one_mm, 1);
+    for threads in [2, 3, 8] {
+        let mut many = vec![0f32; rows];
+        t.matvec_threads(&xs[..cols], &mut many, threads);
+        assert_eq!(one, many, "{kind} matvec on {threads} threads");
+        let mut many_mm = vec![0f32; n * rows];
+        t.matmul_threads(xs, n, &mut many_mm, threads);
+        assert_eq!(one_mm, many_mm, "{kind} matmul on {threads} threads");
     }
 }
 

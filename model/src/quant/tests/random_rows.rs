@@ -4,7 +4,7 @@
 
 use attention::testdata::SplitMix64;
 
-use super::{close, noise, reference};
+use super::{kernels_match_dequantized, noise, threads_agree};
 use crate::{QTensor, TensorKind};
 
 /// How the float fields (scales, minima, F16/BF16/F32 elements) are drawn.
@@ -89,14 +89,7 @@ fn random_rows_dot_matches_dequantized_dot() {
     let (rows, cols, n) = (37, 512, 5);
     for (k, kind) in TensorKind::ALL.into_iter().enumerate() {
         let t = random_tensor(kind, rows, cols, 500 + k as u64, Floats::Unit);
-        let xs = noise(n * cols, 600 + k as u64);
-        let want = reference(&t, &xs, n);
-        let mut out = vec![0f32; rows];
-        t.matvec(&xs[..cols], &mut out);
-        close(&out, &want[..rows]);
-        let mut out = vec![0f32; n * rows];
-        t.matmul(&xs, n, &mut out);
-        close(&out, &want);
+        kernels_match_dequantized(&t, &noise(n * cols, 600 + k as u64), n);
     }
 }
 
@@ -105,18 +98,6 @@ fn random_rows_thread_count_does_not_change_bits() {
     let (rows, cols, n) = (67, 512, 7);
     for (k, kind) in TensorKind::ALL.into_iter().enumerate() {
         let t = random_tensor(kind, rows, cols, 700 + k as u64, Floats::Unit);
-        let xs = noise(n * cols, 9);
-        let mut one = vec![0f32; rows];
-        t.matvec_threads(&xs[..cols], &mut one, 1);
-        let mut one_mm = vec![0f32; n * rows];
-        t.matmul_threads(&xs, n, &mut one_mm, 1);
-        for threads in [2, 3, 8] {
-            let mut many = vec![0f32; rows];
-            t.matvec_threads(&xs[..cols], &mut many, threads);
-            assert_eq!(one, many, "{kind} matvec on {threads} threads");
-            let mut many_mm = vec![0f32; n * rows];
-            t.matmul_threads(&xs, n, &mut many_mm, threads);
-            assert_eq!(one_mm, many_mm, "{kind} matmul on {threads} threads");
-        }
+        threads_agree(&t, &noise(n * cols, 9), n);
     }
 }
