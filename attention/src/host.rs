@@ -104,7 +104,7 @@ pub fn dense_f32(
     d: usize,
     out: &mut [f32],
 ) -> Result<(), AttentionError> {
-    if kv_heads == 0 || q_heads == 0 || q_heads % kv_heads != 0 {
+    if kv_heads == 0 || q_heads == 0 || !q_heads.is_multiple_of(kv_heads) {
         return Err(AttentionError::InvalidHeads { q_heads, kv_heads });
     }
     if d == 0 {

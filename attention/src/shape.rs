@@ -48,7 +48,7 @@ impl GroupShape {
         let d = self.head_dim;
         // Cannot overflow: both factors are validated small.
         expect_len("q", self.group * d, q_len)?;
-        if k_len % d != 0 {
+        if !k_len.is_multiple_of(d) {
             return Err(AttentionError::LengthMismatch {
                 what: "k",
                 expected: k_len - k_len % d,
@@ -353,7 +353,7 @@ impl HeadsLayout {
         k_len: usize,
         v_len: usize,
     ) -> Result<GroupShape, AttentionError> {
-        if self.kv_heads == 0 || self.q_heads == 0 || self.q_heads % self.kv_heads != 0 {
+        if self.kv_heads == 0 || self.q_heads == 0 || !self.q_heads.is_multiple_of(self.kv_heads) {
             return Err(AttentionError::InvalidHeads {
                 q_heads: self.q_heads,
                 kv_heads: self.kv_heads,

@@ -81,7 +81,7 @@ pub fn hidden_direction(seed: u64, kv_head: usize, d: usize) -> Vec<f32> {
     let mut rng = stream(seed, TAG_DIRECTION, kv_head);
     let mut u: Vec<f64> = (0..d)
         .map(|_| {
-            let outlier = rng.next_u64() % 8 == 0;
+            let outlier = rng.next_u64().is_multiple_of(8);
             let x = f64::from(rng.normal());
             if outlier { 3.0 * x } else { x }
         })
@@ -103,7 +103,7 @@ pub fn structured_kv(seed: u64, kv_heads: usize, s: usize, d: usize) -> (Vec<f32
         let u = hidden_direction(seed, h, d);
         let mut rng = stream(seed, TAG_KV, h);
         for j in 0..s {
-            let heavy = rng.next_u64() % 32 == 0;
+            let heavy = rng.next_u64().is_multiple_of(32);
             let trend = 1.5 * (j + 1) as f32 / s as f32;
             let (strength, noise) = if heavy {
                 (6.0 + 8.0 * rng.next_f32() + trend, 0.3)

@@ -199,7 +199,7 @@ fn seq_open(st: &mut State, c: &SeqOpen) -> Handled {
     // The NFC filter moves 16-byte beats (rows of whole beats: d a multiple
     // of 8) and addresses at most MAX_FILTER_ROWS tokens per page: a head
     // dim so small that a page holds more tokens is refused.
-    if shape.head_dim % 8 != 0 {
+    if !shape.head_dim.is_multiple_of(8) {
         return Err(Status::INVALID_FIELD.into());
     }
     let tokens_per_page = st.ftl.geometry().page_size / (2 * u32::from(shape.head_dim));

@@ -136,10 +136,10 @@ impl Journal {
                 if buf.iter().all(|&x| x == 0xFF) {
                     break;
                 }
-                if let Some((seqno, ids)) = decode(&buf) {
-                    if best.as_ref().is_none_or(|(s, ..)| seqno > *s) {
-                        best = Some((seqno, ids, bi, page));
-                    }
+                if let Some((seqno, ids)) = decode(&buf)
+                    && best.as_ref().is_none_or(|(s, ..)| seqno > *s)
+                {
+                    best = Some((seqno, ids, bi, page));
                 }
             }
         }

@@ -144,7 +144,7 @@ impl PageIndex {
                 self.rows += 1;
             }
             self.slots += 1;
-            if self.slots % self.t == 0 {
+            if self.slots.is_multiple_of(self.t) {
                 // A page with no summarised row (all pinned) sums to zeros,
                 // as `summarize` of no rows does.
                 if !self.cur_rows {

@@ -58,7 +58,7 @@ impl Ftl {
     ) -> Result<(), FtlError> {
         let st = self.stream(id)?;
         let hd = st.hd();
-        if k.len() != v.len() || k_dim.len() != k.len() || k.len() % hd != 0 {
+        if k.len() != v.len() || k_dim.len() != k.len() || !k.len().is_multiple_of(hd) {
             return Err(FtlError::BadLength);
         }
         let n = u32::try_from(k.len() / hd).map_err(|_| FtlError::StreamTooLong)?;

@@ -31,7 +31,11 @@ impl StreamShape {
     pub fn validate(&self) -> Result<(), FtlError> {
         let hd = self.head_dim;
         let m = u16::from(self.dim_group);
-        if (1..=256).contains(&hd) && hd % 2 == 0 && (1..=8).contains(&m) && hd % m == 0 {
+        if (1..=256).contains(&hd)
+            && hd.is_multiple_of(2)
+            && (1..=8).contains(&m)
+            && hd.is_multiple_of(m)
+        {
             Ok(())
         } else {
             Err(FtlError::InvalidShape)

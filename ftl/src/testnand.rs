@@ -103,7 +103,8 @@ impl TestNand {
                     *next = ppa.page + 1;
                     self.programs += 1;
                     self.programmed_blocks.insert(ppa.block());
-                    let every = self.fail_every > 0 && self.programs % self.fail_every == 0;
+                    let every =
+                        self.fail_every > 0 && self.programs.is_multiple_of(self.fail_every);
                     if self.fail_program.remove(&ppa) || every {
                         self.failed_programs += 1;
                         fp.push(ppa);

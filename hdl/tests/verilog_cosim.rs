@@ -215,7 +215,7 @@ fn verilog_argtopk_matches_model() {
     let mut cases: Vec<(Vec<u64>, u16)> = (0..150 * scale())
         .map(|_| {
             let n = (rng.next_u64() % 150) as usize;
-            let ties = rng.next_u64() % 2 == 0;
+            let ties = rng.next_u64().is_multiple_of(2);
             let keys = (0..n)
                 .map(|_| {
                     if ties {
@@ -477,10 +477,10 @@ fn verilog_sketch_row_matches_model() {
             };
             let bits = 1 + (rng.next_u64() % 2) as u32;
             let rows = 1 + (rng.next_u64() % 5) as usize;
-            if d > 0 && rng.next_u64() % 2 == 0 {
+            if d > 0 && rng.next_u64().is_multiple_of(2) {
                 let keys: Vec<u16> = (0..rows * d)
                     .map(|_| {
-                        let class = 1 + u64::from(rng.next_u64() % 8 == 0);
+                        let class = 1 + u64::from(rng.next_u64().is_multiple_of(8));
                         fp16(&mut rng, class)
                     })
                     .collect();
@@ -892,7 +892,9 @@ fn verilog_engine_matches_rust_hdl() {
     let k: Vec<Vec<u16>> = k.chunks_exact(d).map(h).collect();
     let v: Vec<Vec<u16>> = v.chunks_exact(d).map(h).collect();
     let mut rng = SplitMix64::new(seed ^ 0x55);
-    let mut mask: Vec<bool> = (0..tokens).map(|_| rng.next_u64() % 3 != 0).collect();
+    let mut mask: Vec<bool> = (0..tokens)
+        .map(|_| !rng.next_u64().is_multiple_of(3))
+        .collect();
     mask[0] = true;
     let pages = |rows: &[Vec<u16>]| -> Vec<Page> {
         rows.chunks(rpp)

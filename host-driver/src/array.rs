@@ -128,10 +128,10 @@ impl<T: Transport> CsdArray<T> {
             .ok_or(CsdError::UnknownSequence(seq))?;
         let mut first_err = None;
         for (dev, r) in self.devices.iter_mut().zip(&ranges) {
-            if !r.is_empty() {
-                if let Err(e) = dev.close(seq) {
-                    first_err.get_or_insert(e);
-                }
+            if !r.is_empty()
+                && let Err(e) = dev.close(seq)
+            {
+                first_err.get_or_insert(e);
             }
         }
         first_err.map_or(Ok(()), Err)
@@ -169,7 +169,7 @@ impl<T: Transport> CsdArray<T> {
             });
         }
         let row = usize::from(shape.kv_heads) * usize::from(shape.head_dim);
-        if k.is_empty() || k.len() % row != 0 || v.len() != k.len() {
+        if k.is_empty() || !k.len().is_multiple_of(row) || v.len() != k.len() {
             return Err(CsdError::Length {
                 what: "k/v",
                 expected: row.max(k.len() / row * row),

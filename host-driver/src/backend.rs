@@ -69,7 +69,7 @@ impl ModelShape {
                 "{self:?} has a zero dimension"
             )));
         }
-        if self.q_heads % self.kv_heads != 0 {
+        if !self.q_heads.is_multiple_of(self.kv_heads) {
             return Err(BackendError::Shape(format!(
                 "{} query heads is not a multiple of {} KV heads",
                 self.q_heads, self.kv_heads

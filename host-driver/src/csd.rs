@@ -230,7 +230,7 @@ impl<T: Transport> Csd<T> {
         }
         let (heads, d) = (usize::from(shape.kv_heads), usize::from(shape.head_dim));
         let row = heads * d;
-        if k.len() % row != 0 || k.is_empty() {
+        if !k.len().is_multiple_of(row) || k.is_empty() {
             return Err(CsdError::Length {
                 what: "k",
                 expected: (k.len() / row).max(1) * row,

@@ -46,6 +46,10 @@ pub enum RunError {
         /// Tokens generated before the stop.
         tokens: usize,
     },
+    /// llama.cpp, the yardstick of `bench model --against llama.cpp`,
+    /// could not be installed or run (exit status 1).
+    #[error("llama.cpp: {0}")]
+    LlamaCpp(#[from] crate::run::bench_llama::LlamaCppError),
     /// Writing a result failed (exit status 1).
     #[error("{path}: {reason}")]
     Output {
@@ -70,6 +74,7 @@ impl RunError {
             | Self::Backend(_)
             | Self::Model(_)
             | Self::Attention(_)
+            | Self::LlamaCpp(_)
             | Self::Output { .. } => 1,
         }
     }

@@ -7,7 +7,8 @@
 //! | [`demo`] | a multi-layer, multi-sequence decode loop checked against the host reference |
 //! | [`bench`](mod@bench) | host dense vs in-storage dense vs in-storage SparF |
 //! | `bench_solid` | SolidAttention with the real model: KV in DRAM vs on the SSD with and without prefetch vs dense SSD offload, and a random-read probe (Linux) |
-//! | [`bench_model`] | prefill and decode tokens/s of the real model, host vs simulated CSD |
+//! | [`bench_model`] | prefill and decode tokens/s of the real model, host vs simulated CSD (and against llama.cpp) |
+//! | [`bench_llama`] | llama.cpp as `bench model`'s yardstick: its venv, the embedded script, request and reply |
 //! | [`bench_nand`] | the simulated NAND schedule against each die's queue depth, cache read off and on |
 //! | [`eval`] | perplexity of the model per attention method and compression |
 //! | [`passkey`] | passkey retrieval: whether each method finds a key hidden deep in a long prompt |
@@ -26,6 +27,7 @@ pub mod attend;
 pub mod bench;
 pub mod bench_fabric;
 pub mod bench_host;
+pub mod bench_llama;
 pub mod bench_model;
 pub mod bench_nand;
 pub mod bench_p2p;

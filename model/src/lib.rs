@@ -10,7 +10,7 @@
 //! | [`llama`] | the llama family (`llama`, `qwen2`, `qwen3`, `gemma3`): config, weights, the forward pass and the [`Attention`] seam |
 //! | [`fetch`] | obtaining the model file reproducibly, verified against pinned hashes |
 //! | `error` | [`ModelError`]: every way loading or running the model can fail |
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 mod error;
 pub mod fetch;

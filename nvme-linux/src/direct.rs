@@ -143,7 +143,7 @@ impl DirectFile {
         slot_size: usize,
         entries: u32,
     ) -> Result<Self, DirectError> {
-        if slot_size == 0 || slot_size % ALIGN != 0 || slots == 0 {
+        if slot_size == 0 || !slot_size.is_multiple_of(ALIGN) || slots == 0 {
             return Err(DirectError::Bad(format!(
                 "{slots} slots of {slot_size} bytes (need ≥ 1 slot of a multiple of {ALIGN})"
             )));
@@ -276,7 +276,7 @@ impl DirectFile {
         len: usize,
         write: bool,
     ) -> Result<u64, DirectError> {
-        if len == 0 || len % ALIGN != 0 || offset % ALIGN as u64 != 0 {
+        if len == 0 || !len.is_multiple_of(ALIGN) || !offset.is_multiple_of(ALIGN as u64) {
             return Err(DirectError::Bad(format!(
                 "{len} bytes at offset {offset}: both must be non-zero multiples of {ALIGN}"
             )));

@@ -161,7 +161,10 @@ impl Target {
                 "need at least one I/O queue and 32..=4096 queue entries".into(),
             ));
         }
-        if cfg.max_h2c_data < 4096 || cfg.max_h2c_data % 4 != 0 || cfg.in_capsule > 1 << 20 {
+        if cfg.max_h2c_data < 4096
+            || !cfg.max_h2c_data.is_multiple_of(4)
+            || cfg.in_capsule > 1 << 20
+        {
             return Err(TargetError::Config(
                 "MAXH2CDATA must be a multiple of 4 of at least 4096; in-capsule data at most 1 MiB"
                     .into(),
@@ -251,11 +254,11 @@ impl Target {
                 .stats
                 .open_connections
                 .fetch_add(1, Ordering::Relaxed);
-            if let Ok(s) = stream.try_clone() {
-                if let Ok(mut all) = shared.streams.lock() {
-                    all.retain(|s| s.peer_addr().is_ok());
-                    all.push(s);
-                }
+            if let Ok(s) = stream.try_clone()
+                && let Ok(mut all) = shared.streams.lock()
+            {
+                all.retain(|s| s.peer_addr().is_ok());
+                all.push(s);
             }
             let shared = shared.clone();
             std::thread::spawn(move || {

@@ -82,7 +82,9 @@ impl PrpWalker {
         let later_pages = (len - first).div_ceil(PAGE);
         match later_pages {
             0 => {}
-            1 if prp2 % PAGE_U64 != 0 => return Err(ProtoError::PrpOffset { addr: prp2 }),
+            1 if !prp2.is_multiple_of(PAGE_U64) => {
+                return Err(ProtoError::PrpOffset { addr: prp2 });
+            }
             1 => {}
             _ if prp2 & 7 != 0 => return Err(ProtoError::PrpOffset { addr: prp2 }),
             _ => {}
@@ -305,7 +307,7 @@ pub fn build<E: From<ProtoError>>(
         }
         .into());
     }
-    if first_offset >= PAGE || first_offset % 4 != 0 {
+    if first_offset >= PAGE || !first_offset.is_multiple_of(4) {
         return Err(ProtoError::PrpOffset {
             addr: first_offset as u64,
         }

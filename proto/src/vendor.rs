@@ -207,11 +207,11 @@ impl SeqShape {
             return Err(invalid("group", 0u32));
         }
         let hd = self.head_dim;
-        if !(2..=MAX_HEAD_DIM).contains(&hd) || hd % 2 != 0 {
+        if !(2..=MAX_HEAD_DIM).contains(&hd) || !hd.is_multiple_of(2) {
             return Err(invalid("head_dim", hd));
         }
         let m = self.dim_group;
-        if m == 0 || m > MAX_DIM_GROUP || hd % m as u16 != 0 {
+        if m == 0 || m > MAX_DIM_GROUP || !hd.is_multiple_of(m as u16) {
             return Err(invalid("dim_group", m));
         }
         if self.placement.sink > Placement::MAX_SINK {

@@ -639,16 +639,16 @@ impl KvStore {
     /// The next completed read (waiting for it); a short read is an error.
     pub fn wait_read(&mut self) -> Result<Done, BackendError> {
         loop {
-            if let Media::Disk { reaped, .. } = &mut self.media {
-                if let Some(d) = reaped.pop() {
-                    if d.moved != d.len {
-                        return Err(storage(format!(
-                            "short read: {} of {} bytes (file truncated?)",
-                            d.moved, d.len
-                        )));
-                    }
-                    return Ok(d);
+            if let Media::Disk { reaped, .. } = &mut self.media
+                && let Some(d) = reaped.pop()
+            {
+                if d.moved != d.len {
+                    return Err(storage(format!(
+                        "short read: {} of {} bytes (file truncated?)",
+                        d.moved, d.len
+                    )));
                 }
+                return Ok(d);
             }
             self.reap_one()?;
         }
@@ -709,10 +709,10 @@ impl KvStore {
             .read(ws, l.offset(i, layer, head, b), l.block_bytes())
             .map_err(direct)?;
         loop {
-            if let Media::Disk { reaped, .. } = &mut self.media {
-                if let Some(at) = reaped.iter().position(|d| d.tag == tag) {
-                    return Ok(reaped.swap_remove(at));
-                }
+            if let Media::Disk { reaped, .. } = &mut self.media
+                && let Some(at) = reaped.iter().position(|d| d.tag == tag)
+            {
+                return Ok(reaped.swap_remove(at));
             }
             self.reap_one()?;
         }

@@ -43,10 +43,10 @@ fn read_all(st: &mut KvStore, slot: usize, layer: usize, head: usize) -> Vec<f32
         let bytes = st.read_block_sync((slot, layer, head, b)).unwrap();
         out.extend((0..block * 2 * d).map(|i| store::f16_at(&bytes, i)));
     }
-    if let Some((tb, t)) = st.tail(slot, layer, head) {
-        if tb == st.full_blocks(slot, layer) {
-            out.extend((0..t.len() / 2).map(|i| store::f16_at(t, i)));
-        }
+    if let Some((tb, t)) = st.tail(slot, layer, head)
+        && tb == st.full_blocks(slot, layer)
+    {
+        out.extend((0..t.len() / 2).map(|i| store::f16_at(t, i)));
     }
     assert_eq!(out.len(), s * 2 * d);
     out

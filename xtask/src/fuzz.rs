@@ -66,13 +66,13 @@ pub fn main(args: &[String]) -> Result<(), String> {
             }
         }
     }
-    if let Some(t) = &only {
-        if !TARGETS.contains(&t.as_str()) {
-            return Err(format!(
-                "unknown fuzz target {t:?} ({})",
-                TARGETS.join(", ")
-            ));
-        }
+    if let Some(t) = &only
+        && !TARGETS.contains(&t.as_str())
+    {
+        return Err(format!(
+            "unknown fuzz target {t:?} ({})",
+            TARGETS.join(", ")
+        ));
     }
     let dir = root().join("fuzz");
     let mut rows = Vec::new();

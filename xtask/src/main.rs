@@ -64,6 +64,41 @@ fn cargo(args: &[&str]) -> Result<(), String> {
     }
 }
 
+/// The model's NEON kernels: the quant tests (every instruction set against
+/// the scalar path, bit for bit) built for aarch64 Linux and run under
+/// qemu-user (`qemu-aarch64`), linked with the cross gcc.
+fn neon_kernels() -> Result<(), String> {
+    let args = [
+        "test",
+        "--release",
+        "-p",
+        "model",
+        "--lib",
+        "--target",
+        "aarch64-unknown-linux-gnu",
+        "quant",
+    ];
+    eprintln!("$ cargo {} (qemu-aarch64)", args.join(" "));
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args(args)
+        .env(
+            "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER",
+            "aarch64-linux-gnu-gcc",
+        )
+        .env(
+            "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER",
+            "qemu-aarch64 -L /usr/aarch64-linux-gnu",
+        )
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("the NEON kernel tests failed ({status})"))
+    }
+}
+
 /// The real boards' images: (package, target).
 const BOARD_IMAGES: [(&str, &str); 2] = [
     ("board-daisyplus", "aarch64-unknown-none"),
@@ -126,6 +161,7 @@ fn ci() -> Result<(), String> {
         "warnings",
     ])?;
     cargo(&["test", "-p", "gpu", "--features", "cuda"])?;
+    neon_kernels()?;
     firmware()?;
     for board in ["zynqmp", "zynq7000"] {
         qemu::test(board)?;

@@ -57,10 +57,22 @@ pub fn f32_to_f16_bits(x: f32) -> u16 {
 /// addition makes the result independent of summation order. Pairs beyond
 /// the shorter slice are ignored (callers pass equal lengths).
 pub fn dot(q: &[i32], k: &[u16]) -> i128 {
-    q.iter()
-        .zip(k)
-        .map(|(&a, &b)| i128::from(i64::from(a) * i64::from(fx(b))))
-        .sum()
+    // Each product is below 2^61, so it fits i64; the running sum stays
+    // in i64 until an add would overflow, and only then moves to i128
+    // (integer sums in any grouping are the same number).
+    let mut total = 0i128;
+    let mut run = 0i64;
+    for (&a, &b) in q.iter().zip(k) {
+        let p = i64::from(a) * i64::from(fx(b));
+        match run.checked_add(p) {
+            Some(s) => run = s,
+            None => {
+                total += i128::from(run);
+                run = p;
+            }
+        }
+    }
+    total + i128::from(run)
 }
 
 /// floor(√n), digit by digit (no floats, deterministic on every target).

@@ -156,7 +156,7 @@ pub mod limit {
 
     /// Whether `d` is a D the slave takes.
     pub const fn d_ok(d: u32) -> bool {
-        d >= GRANULE && d <= MAX_D && d % GRANULE == 0
+        d >= GRANULE && d <= MAX_D && d.is_multiple_of(GRANULE)
     }
     /// Whether `s` is an S the slave takes.
     pub const fn s_ok(s: u32) -> bool {
@@ -164,7 +164,7 @@ pub mod limit {
     }
     /// Whether `len` is a ROW_LEN the slave takes.
     pub const fn row_len_ok(len: u32) -> bool {
-        len <= MAX_ROW_LEN && len % GRANULE == 0
+        len <= MAX_ROW_LEN && len.is_multiple_of(GRANULE)
     }
 }
 

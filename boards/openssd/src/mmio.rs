@@ -101,7 +101,7 @@ impl Mmio {
 
     fn check(&self, offset: usize) {
         assert!(
-            offset % 4 == 0 && offset.checked_add(4).is_some_and(|end| end <= self.len),
+            offset.is_multiple_of(4) && offset.checked_add(4).is_some_and(|end| end <= self.len),
             "register offset {offset:#x} outside the {:#x}-byte window at {:#x}",
             self.len,
             self.base

@@ -400,7 +400,7 @@ fn is_queue_management(op: Opcode) -> bool {
 /// unmapped memory is refused as Invalid Field up front).
 fn check_contiguous(sqe: &Sqe, bytes: u64, dma: &Dma<'_>) -> Result<(), Status> {
     let pc = sqe.cdw11 & 1 == 1;
-    if !pc || sqe.prp1 % 4096 != 0 || !dma.mem.is_mapped(sqe.prp1, bytes as usize) {
+    if !pc || !sqe.prp1.is_multiple_of(4096) || !dma.mem.is_mapped(sqe.prp1, bytes as usize) {
         return Err(Status::INVALID_FIELD);
     }
     Ok(())

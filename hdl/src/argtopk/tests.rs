@@ -39,7 +39,7 @@ fn random_keys(rng: &mut SplitMix64, n: usize) -> Vec<u64> {
         1 => (0..n).map(|_| rng.next_u64()).collect(),
         // Token keys: Q0.30 sums, some with the 2^40 local bonus.
         2 => (0..n)
-            .map(|_| (rng.next_u64() >> 33) + ((rng.next_u64() % 8 == 0) as u64) * (1 << 40))
+            .map(|_| (rng.next_u64() >> 33) + (rng.next_u64().is_multiple_of(8) as u64) * (1 << 40))
             .collect(),
         _ => (0..n).map(|_| rng.next_u64() % 1000).collect(),
     }

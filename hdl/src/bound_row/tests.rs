@@ -27,7 +27,7 @@ fn q_elem(rng: &mut SplitMix64) -> i32 {
 /// A `min ‖ max` summary of d elements: that of a random page of keys, or
 /// raw fp16 patterns (min > max, NaN, −0: the block passes any bits).
 fn summary(rng: &mut SplitMix64, d: usize) -> Vec<u16> {
-    if d > 0 && rng.next_u64() % 2 == 0 {
+    if d > 0 && rng.next_u64().is_multiple_of(2) {
         let t = 1 + (rng.next_u64() % 8) as usize;
         let keys: Vec<u16> = (0..t * d).map(|_| f32_to_f16_bits(rng.normal())).collect();
         let mut s = Vec::new();

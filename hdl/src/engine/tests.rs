@@ -237,7 +237,9 @@ impl Job {
         let q = structured_query(seed, 1, d, 1);
         let h = |x: &[f32]| x.iter().map(|&y| f32_to_f16_bits(y)).collect::<Vec<u16>>();
         let mut rng = SplitMix64::new(seed ^ 0x55);
-        let mut mask: Vec<bool> = (0..tokens).map(|_| rng.next_u64() % 3 != 0).collect();
+        let mut mask: Vec<bool> = (0..tokens)
+            .map(|_| !rng.next_u64().is_multiple_of(3))
+            .collect();
         mask[0] = true;
         Self {
             d,

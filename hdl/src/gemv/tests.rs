@@ -68,7 +68,7 @@ fn random_q(rng: &mut SplitMix64, d: usize) -> Vec<i32> {
         // Any i32, i32::MIN included now and then.
         0 => (0..d)
             .map(|_| {
-                if rng.next_u64() % 16 == 0 {
+                if rng.next_u64().is_multiple_of(16) {
                     i32::MIN
                 } else {
                     rng.next_u64() as i32
@@ -323,7 +323,7 @@ fn gemv_idle_clocks_are_harmless() {
     let queries: Vec<GemvQuery> = (0..40).map(|_| random_query(&mut rng, 5)).collect();
     let mut stim = Vec::new();
     for c in stimulus(&queries, SYNTH_LANES, 0x7C00) {
-        while rng.next_u64() % 4 == 0 {
+        while rng.next_u64().is_multiple_of(4) {
             stim.push(GemvCycle::default());
         }
         stim.push(c);

@@ -24,7 +24,7 @@ fn special(rng: &mut SplitMix64) -> u16 {
 
 /// A key element: mostly key-like, sometimes a special pattern.
 fn key(rng: &mut SplitMix64) -> u16 {
-    if rng.next_u64() % 16 == 0 {
+    if rng.next_u64().is_multiple_of(16) {
         special(rng)
     } else {
         f32_to_f16_bits(rng.normal())
@@ -61,7 +61,7 @@ fn random_page(rng: &mut SplitMix64) -> SketchPage {
     };
     let bits = 1 + (rng.next_u64() % 2) as u32;
     let rows = 1 + pick(rng, 6);
-    if d > 0 && rng.next_u64() % 2 == 0 {
+    if d > 0 && rng.next_u64().is_multiple_of(2) {
         let keys: Vec<u16> = (0..rows * d).map(|_| key(rng)).collect();
         return real_page(&keys, d, bits);
     }
@@ -74,7 +74,7 @@ fn random_page(rng: &mut SplitMix64) -> SketchPage {
             _ => rng.next_u64() as u16,
         })
         .collect();
-    if rng.next_u64() % 8 == 0 {
+    if rng.next_u64().is_multiple_of(8) {
         codes.truncate(pick(rng, codes.len() + 1));
         levels.truncate(pick(rng, levels.len() + 1));
     }

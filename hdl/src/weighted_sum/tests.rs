@@ -301,7 +301,7 @@ fn weighted_sum_idle_clocks_are_harmless() {
     let queries: Vec<WsQuery> = (0..30).map(|_| random_query(&mut rng, 5)).collect();
     let mut stim = Vec::new();
     for c in stimulus(&queries, SYNTH_LANES, 0x7C00) {
-        while rng.next_u64() % 4 == 0 {
+        while rng.next_u64().is_multiple_of(4) {
             stim.push(WsCycle {
                 p: rng.next_u64() as u32,
                 alpha: rng.next_u64() as u32,

@@ -1,5 +1,6 @@
 //! [`HostDense`]: attention on the host, either with the f32 reference
-//! (`attention::reference`, the yardstick for the device's accuracy) or
+//! (`attention::reference`, the yardstick for the device's accuracy; dense
+//! through the model's SIMD f32 attention, `model::llama::attend_one`) or
 //! with the device's integer engine model (`attention::engine`, which must
 //! give exactly what the device gives).
 //!
@@ -327,7 +328,14 @@ impl AttentionBackend for HostDense {
                 let q_g = &q[h * g * d..(h + 1) * g * d];
                 let set = match (arithmetic, step.method) {
                     (Arithmetic::Reference, Method::Dense) => {
-                        out.extend(reference::dense(q_g, &hk.k, &hk.v, group)?);
+                        // The host's fast f32 attention on the model's
+                        // SIMD kernels, one query head at a time.
+                        let mut scores = Vec::with_capacity(s);
+                        for qi in q_g.chunks_exact(d) {
+                            let mut o = vec![0f32; d];
+                            model::llama::attend_one(qi, &hk.k, &hk.v, &mut scores, &mut o);
+                            out.extend(o);
+                        }
                         ReadSet::All
                     }
                     (Arithmetic::Reference, Method::SparQ(p)) => {

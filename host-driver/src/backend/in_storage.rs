@@ -227,11 +227,11 @@ impl<T: Transport> AttentionBackend for InStorage<T> {
             placement: self.placement,
         };
         self.lengths.open(seq, shape)?;
-        if let Some(h) = &mut self.host_copy {
-            if let Err(e) = h.open(seq, shape) {
-                let _ = self.lengths.close(seq);
-                return Err(e);
-            }
+        if let Some(h) = &mut self.host_copy
+            && let Err(e) = h.open(seq, shape)
+        {
+            let _ = self.lengths.close(seq);
+            return Err(e);
         }
         if let Err(e) = self.array.open(seq, dev_shape) {
             // Undo the book-keeping; the open error is the one to report.

@@ -73,7 +73,7 @@ impl Lengths {
         let shape = self.shape(seq)?;
         self.len(seq, layer)?;
         let row = shape.kv_heads * shape.head_dim;
-        if k.len() % row != 0 {
+        if !k.len().is_multiple_of(row) {
             return Err(BackendError::Length {
                 what: "k",
                 expected: k.len() / row * row,

@@ -51,6 +51,14 @@ impl Attention for KvRecorder {
         Ok(())
     }
 
+    /// A recorder takes gemma3's sliding-window layers too: a prefill's
+    /// attention (windowed or not) is the model's own, and only its K and V
+    /// are recorded; the backend the recording is replayed into decodes
+    /// them (its `decode_window`).
+    fn supports_window(&self) -> bool {
+        true
+    }
+
     fn decode(
         &mut self,
         _layer: usize,

@@ -339,14 +339,14 @@ impl QemuTransport {
         f: impl FnOnce(&mut LinkTransport<TimedReader, File>) -> Result<X, TransportError>,
     ) -> Result<X, TransportError> {
         let r = f(self.link()?);
-        if let Err(TransportError::Io(e)) = &r {
-            if e.kind() == std::io::ErrorKind::TimedOut {
-                self.link = None;
-                let _ = self.child.kill();
-                return Err(TransportError::DeviceFailed(format!(
-                    "the firmware under QEMU was silent for {COMMAND_TIMEOUT:?}; the board was stopped"
-                )));
-            }
+        if let Err(TransportError::Io(e)) = &r
+            && e.kind() == std::io::ErrorKind::TimedOut
+        {
+            self.link = None;
+            let _ = self.child.kill();
+            return Err(TransportError::DeviceFailed(format!(
+                "the firmware under QEMU was silent for {COMMAND_TIMEOUT:?}; the board was stopped"
+            )));
         }
         r
     }

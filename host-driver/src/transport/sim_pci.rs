@@ -85,7 +85,7 @@ impl Pci for SimPci {
             o if o >= regs::DOORBELL_BASE => {
                 let n = (o - regs::DOORBELL_BASE) / 4;
                 let qid = (n / 2) as u16;
-                if n % 2 == 0 {
+                if n.is_multiple_of(2) {
                     self.csd.ring_sq(qid, v as u16);
                     if self.csd.process().is_err() || self.csd.fatal() {
                         self.fatal = true;

@@ -192,7 +192,39 @@ pub struct ModelArgs {
     /// smollm2-135m), fetched into the cache on first use, or a GGUF file.
     #[arg(long, value_name = "NAME|PATH")]
     model: Option<std::path::PathBuf>,
+    /// Also run llama.cpp (llama-cpp-python 0.3.36) on the same GGUF file,
+    /// prompt ids, thread count and context size, and print host dense's
+    /// speed as a ratio of its. Built from source into the cache on first
+    /// use (about 10 minutes); INSTINFER_LLAMA_CPP_PYTHON=/path/to/python
+    /// uses a Python that already has llama_cpp.
+    #[arg(long, value_name = "ENGINE")]
+    against: Option<Against>,
+    /// With --against: the mean NLL of the first N tokens of --nll-text on
+    /// host dense and on llama.cpp (N = 1024 when the flag has no value; 0
+    /// skips it).
+    #[arg(long, value_name = "N", default_value_t = 0, num_args = 0..=1,
+          default_missing_value = "1024", requires = "against")]
+    nll_tokens: usize,
+    /// The text of --nll-tokens (default: the repository's WikiText-2 test
+    /// split, data/corpora/wiki.test.raw).
+    #[arg(long, value_name = "FILE", requires = "against")]
+    nll_text: Option<std::path::PathBuf>,
+    /// With --against: greedy agreement with llama.cpp on three fixed
+    /// prompts, 32 tokens each.
+    #[arg(long, requires = "against")]
+    greedy_prompts: bool,
 }
+
+/// The engines `bench model --against` runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Against {
+    /// llama.cpp through llama-cpp-python.
+    #[value(name = "llama.cpp")]
+    LlamaCpp,
+}
+
+/// Where the repository keeps WikiText-2's test split (`data/README.md`).
+const WIKI_TEXT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/corpora/wiki.test.raw");
 
 /// Arguments of `bench attend`.
 #[derive(Debug, clap::Args)]
@@ -315,19 +347,7 @@ pub fn run(c: Command) -> Result<(), RunError> {
             print!("{}", run_paper(&p)?);
             Ok(())
         }
-        Command::Model(a) => {
-            let model = super::model::load(a.model.as_deref())?;
-            let p = instinfer::run::bench_model::ModelBenchParams {
-                prompt_tokens: a.prompt_tokens,
-                decode_tokens: a.decode_tokens,
-                ..Default::default()
-            };
-            println!(
-                "{}",
-                instinfer::run::bench_model::run_model_bench(&model, &p)?
-            );
-            Ok(())
-        }
+        Command::Model(a) => model_bench(a),
         Command::Attend(a) => {
             let p = BenchParams {
                 s: a.s,
@@ -343,6 +363,57 @@ pub fn run(c: Command) -> Result<(), RunError> {
             Ok(())
         }
     }
+}
+
+fn model_bench(a: ModelArgs) -> Result<(), RunError> {
+    use instinfer::run::bench_llama::llama_python;
+    use instinfer::run::bench_model::{LlamaCppSetup, ModelBenchParams, NllText, run_model_bench};
+    // llama.cpp first: a missing or failing install shows before minutes of
+    // benchmarking, and its build is not timed against anything.
+    let python = match a.against {
+        Some(Against::LlamaCpp) => Some(llama_python(|m| eprintln!("... {m}"))?),
+        None => None,
+    };
+    let nll = if a.nll_tokens > 0 {
+        let path = a
+            .nll_text
+            .clone()
+            .unwrap_or_else(|| std::path::PathBuf::from(WIKI_TEXT));
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            RunError::Input(format!(
+                "--nll-tokens: {}: {e} (pass the text with --nll-text FILE)",
+                path.display()
+            ))
+        })?;
+        let name = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        Some(NllText {
+            name,
+            text,
+            tokens: a.nll_tokens,
+        })
+    } else {
+        None
+    };
+    let (model, gguf, name) = super::model::load_named(a.model.as_deref())?;
+    let p = ModelBenchParams {
+        prompt_tokens: a.prompt_tokens,
+        decode_tokens: a.decode_tokens,
+        ..Default::default()
+    };
+    let llama = python.map(|python| LlamaCppSetup {
+        python,
+        gguf,
+        nll,
+        greedy_prompts: a.greedy_prompts,
+    });
+    let report = run_model_bench(&model, &name, &p, llama.as_ref(), |what| {
+        eprintln!("... {what}")
+    })?;
+    println!("{report}");
+    Ok(())
 }
 
 #[cfg(target_os = "linux")]

@@ -2,7 +2,7 @@
 //! the default, and Gemma 3 270M) in the cache, and the `--model NAME|PATH`
 //! option shared by the commands that need a model.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use instinfer::RunError;
@@ -76,7 +76,27 @@ pub fn run(c: Command) -> Result<(), RunError> {
 /// into the cache on first use and verified, or a GGUF file), else the
 /// cached SmolLM2 (with progress on stderr), loaded.
 pub fn load(arg: Option<&Path>) -> Result<Model, RunError> {
+    load_named(arg).map(|(model, _, _)| model)
+}
+
+/// [`load`], with the model's file and its name: a known model's
+/// description, else the file's name and architecture.
+pub fn load_named(arg: Option<&Path>) -> Result<(Model, PathBuf, String), RunError> {
     let path = fetch::resolve(arg.map(Path::as_os_str), &SMOLLM2_135M, false)?;
     // A file that does not load is bad input, like any other file.
-    Model::load(&path).map_err(|e| RunError::Input(format!("{}: {e}", path.display())))
+    let model =
+        Model::load(&path).map_err(|e| RunError::Input(format!("{}: {e}", path.display())))?;
+    let name = match arg.map(|a| fetch::ModelChoice::parse(a.as_os_str())) {
+        None => SMOLLM2_135M.description.to_string(),
+        Some(fetch::ModelChoice::Known(spec)) => spec.description.to_string(),
+        Some(fetch::ModelChoice::File(p)) => format!(
+            "{} ({} architecture)",
+            p.file_name().map_or_else(
+                || p.display().to_string(),
+                |n| n.to_string_lossy().into_owned()
+            ),
+            model.config().arch
+        ),
+    };
+    Ok((model, path, name))
 }

@@ -403,7 +403,7 @@ pub const PAPER_DIM_GROUPS: [u8; 3] = [2, 4, 8];
 pub fn paper_dim_group(geometry: &Geometry, head_dim: u16, prompt: usize) -> u8 {
     let mut fits = PAPER_DIM_GROUPS
         .into_iter()
-        .filter(|&m| head_dim % u16::from(m) == 0);
+        .filter(|&m| head_dim.is_multiple_of(u16::from(m)));
     fits.clone()
         .find(|&m| geometry.tokens_per_dim_page(m) as usize <= prompt)
         .or_else(|| fits.next_back())

@@ -183,7 +183,7 @@ impl Trace {
             } else if (ks[0], ks[1], ks[2], qs[0]) != (t.kv_heads, t.s, t.d, t.q_heads) {
                 return Err(npy_err(&kp, "layer shapes differ"));
             }
-            if t.kv_heads == 0 || t.q_heads % t.kv_heads != 0 {
+            if t.kv_heads == 0 || !t.q_heads.is_multiple_of(t.kv_heads) {
                 return Err(npy_err(&kp, "query heads are not a multiple of KV heads"));
             }
             t.k.push(k.to_f32());

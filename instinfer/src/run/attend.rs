@@ -301,7 +301,7 @@ pub fn attend(
     let started = Instant::now();
     let resolved = resolve_method(method, sparse, inputs.s, inputs.d)?;
     if dev.dim_group == 0
-        || inputs.d % usize::from(dev.dim_group) != 0
+        || !inputs.d.is_multiple_of(usize::from(dev.dim_group))
         || dev.dim_group > proto::vendor::MAX_DIM_GROUP
     {
         return Err(input(format!(

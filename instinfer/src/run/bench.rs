@@ -163,7 +163,7 @@ fn check(p: &BenchParams) -> Result<(), RunError> {
             "--s, --kv-heads, --group, --reps and --devices must be at least 1",
         ));
     }
-    if p.d == 0 || p.d % 2 != 0 || p.d > 256 {
+    if p.d == 0 || !p.d.is_multiple_of(2) || p.d > 256 {
         return Err(input(format!("--d {} must be even and in 2..=256", p.d)));
     }
     if p.kv_heads > 255 || p.group > 255 || u32::try_from(p.s).is_err() {
@@ -202,7 +202,7 @@ pub fn run_bench(p: &BenchParams) -> Result<BenchReport, RunError> {
     let (kb, vb, qb) = (to_f16_bits(&k), to_f16_bits(&v), to_f16_bits(&q));
     let mut runs = vec![("in-storage dense".to_string(), MethodChoice::Dense, 1u8)];
     for m in [1u8, 2, 4, 8] {
-        if p.d % usize::from(m) == 0 {
+        if p.d.is_multiple_of(usize::from(m)) {
             runs.push((format!("in-storage sparf m={m}"), MethodChoice::SparF, m));
         }
     }

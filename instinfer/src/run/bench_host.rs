@@ -69,7 +69,7 @@ fn read_probe(buf: &[f32]) -> f32 {
 
 /// Runs the benchmarks; returns the report.
 pub fn run_host_bench(p: &HostBenchParams) -> Result<String, RunError> {
-    if p.s == 0 || p.kv_heads == 0 || p.d == 0 || p.d % 8 != 0 {
+    if p.s == 0 || p.kv_heads == 0 || p.d == 0 || !p.d.is_multiple_of(8) {
         return Err(input(
             "--s and --kv-heads must be at least 1, --d a multiple of 8",
         ));

@@ -1,16 +1,27 @@
 //! `instinfer bench model`: prefill and decode speed of the real model on
 //! this machine (wall clock), with the decode attention on the host (f32
 //! dense) and on the simulated CSD (dense and SparF 1/8), plus the
-//! device's virtual time per token. Nothing here asserts on time.
+//! device's virtual time per token; optionally llama.cpp on the same GGUF
+//! file, prompt ids, thread count and context size, with host dense's speed
+//! as a ratio of llama.cpp's, and two accuracy checks against it: the mean
+//! NLL of a text's first tokens and greedy agreement on fixed prompts.
+//! Nothing here asserts on time.
 
 use std::fmt;
+use std::path::PathBuf;
 
-use model::Model;
+use model::{Logits, Model};
 
+use host_driver::backend::{HostDense, ModelShape};
 use host_driver::policy::{Compression, Policy, Selection};
+use host_driver::runner::BackendAttention;
 
-use super::RunError;
+use super::bench_llama::{
+    BenchReply, BenchTask, GreedyTask, LlamaCppError, LlamaRequest, run_llama,
+};
+use super::eval::nll;
 use super::generate::{RunBackend, RunParams, RunSummary, run_generation};
+use super::{RunError, input};
 
 /// Bench settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,6 +44,42 @@ impl Default for ModelBenchParams {
     }
 }
 
+/// Running llama.cpp next to the bench (`--against llama.cpp`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LlamaCppSetup {
+    /// A Python that imports `llama_cpp` (see
+    /// [`super::bench_llama::llama_python`]).
+    pub python: PathBuf,
+    /// The GGUF file the model was loaded from.
+    pub gguf: PathBuf,
+    /// The mean-NLL comparison, if wanted.
+    pub nll: Option<NllText>,
+    /// Greedy agreement on [`GREEDY_PROMPTS`].
+    pub greedy_prompts: bool,
+}
+
+/// A text whose first tokens both engines score.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NllText {
+    /// Its name in the report (the file name).
+    pub name: String,
+    /// The text.
+    pub text: String,
+    /// Ids taken from its start (BOS included where the model wants one);
+    /// all but the first are scored.
+    pub tokens: usize,
+}
+
+/// The prompts of the greedy-agreement check.
+pub const GREEDY_PROMPTS: [&str; 3] = [
+    "The capital of France is",
+    "def fibonacci(n):",
+    "Once upon a time, in a small village,",
+];
+
+/// Greedy tokens per prompt in the agreement check.
+pub const GREEDY_TOKENS: usize = 32;
+
 /// One row.
 #[derive(Clone, Debug)]
 pub struct ModelBenchRow {
@@ -45,20 +92,87 @@ pub struct ModelBenchRow {
 /// The bench's results.
 #[derive(Clone, Debug)]
 pub struct ModelBenchReport {
+    /// The model, as the header names it.
+    pub model: String,
+    /// Threads of the model's kernels (and llama.cpp's).
+    pub threads: usize,
     /// Settings.
     pub params: ModelBenchParams,
-    /// host dense, csd dense, csd sparf 1/8.
+    /// host dense, csd dense, csd sparf 1/8 (host dense only for a model
+    /// with sliding-window layers).
     pub rows: Vec<ModelBenchRow>,
+    /// Why rows are missing, if any are.
+    pub skipped: Option<String>,
+    /// llama.cpp's side, when asked.
+    pub llama_cpp: Option<LlamaCppReport>,
+    /// The machine's 1-minute load average before and after the bench
+    /// (where the OS reports one): other work on the cores slows both
+    /// engines, llama.cpp's spinning threads most.
+    pub load: Option<(f64, f64)>,
+}
+
+/// llama.cpp's results and the comparisons with host dense.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LlamaCppReport {
+    /// `llama_cpp.__version__`.
+    pub version: String,
+    /// The timed run (same prompt ids and token budget as the rows).
+    pub bench: BenchReply,
+    /// Mean NLL of both engines.
+    pub nll: Option<NllComparison>,
+    /// Greedy generations of both engines, per prompt.
+    pub greedy: Vec<GreedyComparison>,
+}
+
+/// Mean NLL (nats) of the same ids on both engines.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NllComparison {
+    /// The text's name.
+    pub text: String,
+    /// Tokens scored.
+    pub scored: usize,
+    /// Host dense's mean NLL.
+    pub ours: f64,
+    /// llama.cpp's.
+    pub llama_cpp: f64,
+}
+
+/// Both engines' greedy tokens after one prompt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GreedyComparison {
+    /// The prompt.
+    pub prompt: String,
+    /// Host dense's tokens.
+    pub ours: Vec<u32>,
+    /// llama.cpp's.
+    pub llama_cpp: Vec<u32>,
+}
+
+impl GreedyComparison {
+    /// Tokens that match before the first divergence.
+    pub fn matching(&self) -> usize {
+        self.ours
+            .iter()
+            .zip(&self.llama_cpp)
+            .take_while(|(a, b)| a == b)
+            .count()
+    }
+
+    /// Whether both generated exactly the same tokens.
+    pub fn all_match(&self) -> bool {
+        self.ours == self.llama_cpp
+    }
 }
 
 impl fmt::Display for ModelBenchReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let prompt = self.rows.first().map_or(self.params.prompt_tokens, |r| {
+            r.summary.generation.prompt_tokens
+        });
         writeln!(
             f,
-            "bench model: SmolLM2-135M, {} prompt tokens, {} generated, {} threads",
-            self.params.prompt_tokens,
-            self.params.decode_tokens,
-            std::thread::available_parallelism().map_or(1, |n| n.get())
+            "bench model: {}, {} prompt tokens, {} generated, {} threads",
+            self.model, prompt, self.params.decode_tokens, self.threads
         )?;
         writeln!(
             f,
@@ -80,27 +194,161 @@ impl fmt::Display for ModelBenchReport {
                 f,
                 "{:<20} {:>16.1} {:>16.2} {:>20} {:>18}",
                 r.name,
-                g.prompt_tokens as f64 / g.prefill_wall.as_secs_f64().max(1e-9),
+                prefill_rate(&r.summary),
                 decode_rate(&r.summary),
                 virt,
                 pages
             )?;
         }
+        if let Some(l) = &self.llama_cpp {
+            writeln!(
+                f,
+                "{:<20} {:>16.1} {:>16.2} {:>20} {:>18}",
+                "llama.cpp", l.bench.prefill_tok_s, l.bench.decode_tok_s, "-", "-"
+            )?;
+        }
+        if let Some(why) = &self.skipped {
+            writeln!(f, "{why}")?;
+        }
         if let Some(h) = host {
             for r in self.rows.iter().skip(1) {
                 writeln!(
                     f,
-                    "{}: decode {:.2}x host-dense (wall)",
+                    "{}: decode {:.2}x host-dense (wall clock)",
                     r.name,
                     decode_rate(&r.summary) / h.max(1e-9)
                 )?;
             }
         }
+        if let Some(l) = &self.llama_cpp {
+            self.fmt_llama(f, l)?;
+        }
+        if let Some((before, after)) = self.load {
+            writeln!(
+                f,
+                "load average (1 min): {before:.2} before, {after:.2} after, on {} cores",
+                std::thread::available_parallelism().map_or(1, |n| n.get())
+            )?;
+        }
         write!(
             f,
-            "tok/s = host wall clock; virtual = simulated device time"
+            "tok/s = wall clock (host, llama.cpp too); virtual = simulated device time"
         )
     }
+}
+
+impl ModelBenchReport {
+    fn fmt_llama(&self, f: &mut fmt::Formatter<'_>, l: &LlamaCppReport) -> fmt::Result {
+        if let Some(h) = self.rows.first() {
+            writeln!(
+                f,
+                "{}",
+                ratio_line(
+                    prefill_rate(&h.summary),
+                    decode_rate(&h.summary),
+                    l.bench.prefill_tok_s,
+                    l.bench.decode_tok_s
+                )
+            )?;
+            let same = GreedyComparison {
+                prompt: String::new(),
+                ours: h.summary.generation.tokens.clone(),
+                llama_cpp: l.bench.tokens.clone(),
+            };
+            writeln!(
+                f,
+                "llama.cpp: llama-cpp-python {} on the same GGUF file and {} prompt ids, {} threads, n_ctx {}, n_batch {}; its {} greedy tokens and host dense's: {}",
+                l.version,
+                l.bench.prompt_tokens,
+                self.threads,
+                l.bench.n_ctx,
+                l.bench.n_batch,
+                l.bench.tokens.len(),
+                agreement(&same)
+            )?;
+        }
+        if let Some(n) = &l.nll {
+            writeln!(
+                f,
+                "mean NLL (nats) of the first {} tokens of {}, each of the last {} given the ones before:",
+                n.scored + 1,
+                n.text,
+                n.scored
+            )?;
+            writeln!(
+                f,
+                "  {:<24} {:.4} (perplexity {:.2})",
+                "host dense",
+                n.ours,
+                n.ours.exp()
+            )?;
+            writeln!(
+                f,
+                "  {:<24} {:.4} (perplexity {:.2})",
+                format!("llama.cpp {}", l.version),
+                n.llama_cpp,
+                n.llama_cpp.exp()
+            )?;
+            writeln!(
+                f,
+                "  {:<24} {:+.4}",
+                "host dense - llama.cpp",
+                n.ours - n.llama_cpp
+            )?;
+        }
+        if !l.greedy.is_empty() {
+            writeln!(
+                f,
+                "greedy agreement, up to {GREEDY_TOKENS} tokens per prompt, host dense vs llama.cpp {}:",
+                l.version
+            )?;
+            for g in &l.greedy {
+                writeln!(f, "  {:<42} {}", format!("{:?}", g.prompt), agreement(g))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// "N/N tokens match: all" or "k/N tokens match before the first
+/// divergence".
+fn agreement(g: &GreedyComparison) -> String {
+    let n = g.ours.len().max(g.llama_cpp.len());
+    if g.all_match() {
+        format!("{n}/{n} tokens match: all")
+    } else {
+        format!(
+            "{}/{n} tokens match before the first divergence",
+            g.matching()
+        )
+    }
+}
+
+/// "host dense: decode X.XXx llama.cpp, prefill Y.YYx llama.cpp" (ratios
+/// of tokens/s, wall clock).
+pub fn ratio_line(
+    host_prefill: f64,
+    host_decode: f64,
+    llama_prefill: f64,
+    llama_decode: f64,
+) -> String {
+    let ratio = |a: f64, b: f64| {
+        if b > 0.0 && a.is_finite() && b.is_finite() {
+            format!("{:.2}x", a / b)
+        } else {
+            "n/a".to_string()
+        }
+    };
+    format!(
+        "host dense: decode {} llama.cpp, prefill {} llama.cpp (tokens/s, wall clock)",
+        ratio(host_decode, llama_decode),
+        ratio(host_prefill, llama_prefill)
+    )
+}
+
+fn prefill_rate(s: &RunSummary) -> f64 {
+    let g = &s.generation;
+    g.prompt_tokens as f64 / g.prefill_wall.as_secs_f64().max(1e-9)
 }
 
 fn decode_rate(s: &RunSummary) -> f64 {
@@ -118,35 +366,85 @@ fn prompt(model: &Model, n: usize) -> String {
     s
 }
 
-/// Runs the bench.
-pub fn run_model_bench(model: &Model, p: &ModelBenchParams) -> Result<ModelBenchReport, RunError> {
+/// A plain completion of `prompt` on `backend` with `policy`.
+fn run_params(
+    prompt: String,
+    max_tokens: usize,
+    backend: RunBackend,
+    policy: Policy,
+    page_size: u32,
+) -> RunParams {
+    RunParams {
+        prompt,
+        chat: false,
+        max_tokens,
+        backend,
+        policy,
+        devices: 1,
+        page_size,
+        device: crate::device::DeviceSpec::Sim,
+        ssd: super::ssd::SsdSetup::in_dir(std::env::temp_dir()),
+        kv_name: "bench".into(),
+        placement: host_driver::dma::Placement::Host,
+        gpu: false,
+        retry: host_driver::csd::RetryPolicy::default(),
+        host_copy: false,
+    }
+}
+
+/// Runs the bench on `model` (called `name` in the header), and llama.cpp
+/// beside it when `llama` says how; `progress` hears each phase.
+pub fn run_model_bench(
+    model: &Model,
+    name: &str,
+    p: &ModelBenchParams,
+    llama: Option<&LlamaCppSetup>,
+    mut progress: impl FnMut(&str),
+) -> Result<ModelBenchReport, RunError> {
+    if let Some(n) = llama.and_then(|l| l.nll.as_ref()) {
+        let ctx = model.config().context_len;
+        if n.tokens < 2 || n.tokens > ctx {
+            return Err(input(format!(
+                "--nll-tokens {} must be in 2..={ctx} (the model's context)",
+                n.tokens
+            )));
+        }
+    }
+    let load_before = load_average();
     let text = prompt(model, p.prompt_tokens);
     let sparf = Policy::new(
         Selection::SparF,
         Compression::new(0.125).map_err(RunError::Input)?,
     );
+    // The first run pays for page faults in the weights and cold caches;
+    // none of the timed ones should.
+    progress("warm-up");
+    run_generation(
+        model,
+        &run_params(
+            "Hello".into(),
+            2,
+            RunBackend::Host,
+            Policy::DENSE,
+            p.page_size,
+        ),
+        |_| {},
+    )?;
     let mut rows = Vec::new();
-    for (name, backend, policy) in [
-        ("host dense", RunBackend::Host, Policy::DENSE),
-        ("csd dense", RunBackend::Csd, Policy::DENSE),
-        ("csd sparf 1/8", RunBackend::Csd, sparf),
-    ] {
-        let run = RunParams {
-            prompt: text.clone(),
-            chat: false,
-            max_tokens: p.decode_tokens,
-            backend,
-            policy,
-            devices: 1,
-            page_size: p.page_size,
-            device: crate::device::DeviceSpec::Sim,
-            ssd: super::ssd::SsdSetup::in_dir(std::env::temp_dir()),
-            kv_name: "bench".into(),
-            placement: host_driver::dma::Placement::Host,
-            gpu: false,
-            retry: host_driver::csd::RetryPolicy::default(),
-            host_copy: false,
-        };
+    let mut configs = vec![("host dense", RunBackend::Host, Policy::DENSE)];
+    // A windowed layer attends through `local`, which the drive does not run.
+    let cfg = model.config();
+    let windowed = (0..cfg.n_layers).any(|l| cfg.window(l).is_some());
+    let skipped = windowed.then(|| {
+        "csd rows skipped: this model's sliding-window layers attend through `local`, which the drive does not run".to_string()
+    });
+    if !windowed {
+        configs.push(("csd dense", RunBackend::Csd, Policy::DENSE));
+        configs.push(("csd sparf 1/8", RunBackend::Csd, sparf));
+    }
+    for (name, backend, policy) in configs {
+        progress(name);
+        let run = run_params(text.clone(), p.decode_tokens, backend, policy, p.page_size);
         // Generation may stop early at end-of-text; the rates use what ran.
         let summary = run_generation(model, &run, |_| {})?;
         rows.push(ModelBenchRow {
@@ -154,5 +452,202 @@ pub fn run_model_bench(model: &Model, p: &ModelBenchParams) -> Result<ModelBench
             summary,
         });
     }
-    Ok(ModelBenchReport { params: *p, rows })
+    let llama_cpp = match llama {
+        Some(l) => Some(against_llama_cpp(model, &text, p, l, &mut progress)?),
+        None => None,
+    };
+    Ok(ModelBenchReport {
+        model: name.to_string(),
+        threads: model::quant::default_threads(),
+        params: *p,
+        rows,
+        skipped,
+        llama_cpp,
+        load: load_before.zip(load_average()),
+    })
+}
+
+/// The 1-minute load average (`/proc/loadavg`; `None` where there is none).
+fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// llama.cpp on the bench's prompt (the ids `run_generation` makes of
+/// `text`), and the NLL and greedy checks on both engines.
+fn against_llama_cpp(
+    model: &Model,
+    text: &str,
+    p: &ModelBenchParams,
+    l: &LlamaCppSetup,
+    progress: &mut impl FnMut(&str),
+) -> Result<LlamaCppReport, RunError> {
+    let tok = model.tokenizer();
+    let prompt = tok.encode_prompt(text, false);
+    let nll_ids = match &l.nll {
+        Some(n) => Some(first_ids(model, n)?),
+        None => None,
+    };
+    let greedy: Vec<&str> = if l.greedy_prompts {
+        GREEDY_PROMPTS.to_vec()
+    } else {
+        Vec::new()
+    };
+    let req = LlamaRequest {
+        model: l.gguf.clone(),
+        n_threads: model::quant::default_threads(),
+        eos: tok.eos(),
+        bench: Some(BenchTask {
+            // instinfer's KV capacity for the same run.
+            n_ctx: prompt.len() + p.decode_tokens + 1,
+            prompt,
+            decode: p.decode_tokens,
+        }),
+        nll: nll_ids.clone(),
+        greedy: greedy
+            .iter()
+            .map(|g| GreedyTask {
+                prompt: tok.encode_prompt(g, false),
+                decode: GREEDY_TOKENS,
+            })
+            .collect(),
+    };
+    progress("llama.cpp");
+    let reply = run_llama(&l.python, &req)?;
+    let bench = reply
+        .bench
+        .ok_or_else(|| LlamaCppError::Reply("no timed run".into()))?;
+    let nll = match (&l.nll, nll_ids, reply.nll) {
+        (Some(n), Some(ids), Some(theirs)) => {
+            progress(&format!("NLL of {} tokens on host dense", ids.len()));
+            Some(NllComparison {
+                text: n.name.clone(),
+                scored: theirs.scored,
+                ours: nll_host_dense(model, &ids)?,
+                llama_cpp: theirs.mean,
+            })
+        }
+        _ => None,
+    };
+    let mut greedy_cmp = Vec::new();
+    for (g, theirs) in greedy.iter().zip(reply.greedy) {
+        progress(&format!("greedy on host dense: {g:?}"));
+        let run = run_params(
+            g.to_string(),
+            GREEDY_TOKENS,
+            RunBackend::Host,
+            Policy::DENSE,
+            p.page_size,
+        );
+        let ours = run_generation(model, &run, |_| {})?.generation.tokens;
+        greedy_cmp.push(GreedyComparison {
+            prompt: g.to_string(),
+            ours,
+            llama_cpp: theirs,
+        });
+    }
+    Ok(LlamaCppReport {
+        version: reply.version,
+        bench,
+        nll,
+        greedy: greedy_cmp,
+    })
+}
+
+/// The first `n.tokens` ids of `n.text` as a prompt is encoded (BOS first
+/// where the model wants one). Only a prefix of the text is tokenized: one
+/// that ends at a line break well past the last id wanted, so the cut
+/// cannot change them.
+fn first_ids(model: &Model, n: &NllText) -> Result<Vec<u32>, RunError> {
+    let text = n.text.as_str();
+    let mut len = (n.tokens * 16).min(text.len());
+    loop {
+        while !text.is_char_boundary(len) {
+            len += 1;
+        }
+        let end = text[len..].find('\n').map_or(text.len(), |i| len + i + 1);
+        let ids = model.tokenizer().encode_prompt(&text[..end], false);
+        if ids.len() >= n.tokens + 64 || end == text.len() {
+            if ids.len() < n.tokens {
+                return Err(input(format!(
+                    "{} holds {} tokens; --nll-tokens {} asks for more",
+                    n.name,
+                    ids.len(),
+                    n.tokens
+                )));
+            }
+            return Ok(ids[..n.tokens].to_vec());
+        }
+        len = (end * 2).min(text.len());
+    }
+}
+
+/// Host dense's mean NLL of `ids[1..]`, each given the ones before: one
+/// prefill of all the ids with every position's logits (as llama.cpp's
+/// single eval), each scored by `instinfer eval`'s [`nll`]. Not
+/// [`super::eval::evaluate`] itself: its KV recorder takes no sliding
+/// window, so it cannot run Gemma 3.
+fn nll_host_dense(model: &Model, ids: &[u32]) -> Result<f64, RunError> {
+    let mut backend = HostDense::new();
+    let shape = ModelShape::from(model.config());
+    let mut attn = BackendAttention::open(&mut backend, 0, shape, Policy::DENSE)?;
+    let logits = model.prefill(ids, &mut attn, Logits::All)?;
+    attn.close()?;
+    let vocab = logits.len() / ids.len().max(1);
+    if vocab == 0 || ids.len() < 2 {
+        return Err(input("the NLL needs at least 2 tokens"));
+    }
+    let total: f64 = logits
+        .chunks_exact(vocab)
+        .zip(&ids[1..])
+        .map(|(row, &target)| nll(row, target))
+        .sum();
+    Ok(total / (ids.len() - 1) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratios_are_host_dense_over_llama_cpp_with_two_decimals() {
+        assert_eq!(
+            ratio_line(100.0, 20.0, 400.0, 40.0),
+            "host dense: decode 0.50x llama.cpp, prefill 0.25x llama.cpp (tokens/s, wall clock)"
+        );
+        assert_eq!(
+            ratio_line(300.0, 31.0, 100.0, 10.0),
+            "host dense: decode 3.10x llama.cpp, prefill 3.00x llama.cpp (tokens/s, wall clock)"
+        );
+        // A rate that did not run is not a ratio.
+        assert!(ratio_line(1.0, 1.0, 0.0, 1.0).contains("prefill n/a"));
+    }
+
+    #[test]
+    fn greedy_agreement_counts_tokens_before_the_first_divergence() {
+        let g = |ours: &[u32], theirs: &[u32]| GreedyComparison {
+            prompt: "p".into(),
+            ours: ours.to_vec(),
+            llama_cpp: theirs.to_vec(),
+        };
+        let same = g(&[1, 2, 3], &[1, 2, 3]);
+        assert!(same.all_match());
+        assert_eq!(same.matching(), 3);
+        assert_eq!(agreement(&same), "3/3 tokens match: all");
+        let split = g(&[1, 2, 3, 4], &[1, 2, 9, 4]);
+        assert!(!split.all_match());
+        assert_eq!(split.matching(), 2);
+        assert_eq!(
+            agreement(&split),
+            "2/4 tokens match before the first divergence"
+        );
+        // One stopped at end of text earlier: not all match.
+        let short = g(&[1, 2], &[1, 2, 3]);
+        assert!(!short.all_match());
+        assert_eq!(short.matching(), 2);
+    }
 }

@@ -202,10 +202,10 @@ pub fn run_solid_bench(
                 probe_target = s.path(&file).map(|path| (path, *b.store().layout()));
             }
             drop(b);
-            if *sel == Selection::Dense {
-                if let Some(path) = s.path(&file) {
-                    let _ = std::fs::remove_file(path);
-                }
+            if *sel == Selection::Dense
+                && let Some(path) = s.path(&file)
+            {
+                let _ = std::fs::remove_file(path);
             }
         }
     }

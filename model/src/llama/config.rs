@@ -85,12 +85,12 @@ impl Config {
             Some(v) => v,
             None => gguf.get_str_array("tokenizer.ggml.tokens")?.len(),
         };
-        if let Some(dv) = optional(gguf.get_usize(&key("attention.value_length")))? {
-            if dv != head_dim {
-                return Err(ModelError::Config(format!(
-                    "value length {dv} differs from key length {head_dim}"
-                )));
-            }
+        if let Some(dv) = optional(gguf.get_usize(&key("attention.value_length")))?
+            && dv != head_dim
+        {
+            return Err(ModelError::Config(format!(
+                "value length {dv} differs from key length {head_dim}"
+            )));
         }
         let gemma = Gemma::read(gguf, &key, arch.gemma())?;
         let n_layers = gguf.get_usize(&key("block_count"))?;
@@ -129,13 +129,13 @@ impl Config {
                 .then(|| 1.0 / ((n_embd / n_heads) as f32).sqrt()),
             final_softcap: gemma.softcap.filter(|_| gemma.window.is_none()),
         };
-        if let Some(rot) = optional(gguf.get_usize(&key("rope.dimension_count")))? {
-            if rot != config.head_dim {
-                return Err(ModelError::Config(format!(
-                    "partial RoPE ({rot} of {} dims) is not supported",
-                    config.head_dim
-                )));
-            }
+        if let Some(rot) = optional(gguf.get_usize(&key("rope.dimension_count")))?
+            && rot != config.head_dim
+        {
+            return Err(ModelError::Config(format!(
+                "partial RoPE ({rot} of {} dims) is not supported",
+                config.head_dim
+            )));
         }
         config.validate()?;
         Ok(config)
@@ -158,13 +158,13 @@ impl Config {
         {
             return bad(format!("zero-sized dimension in {self:?}"));
         }
-        if self.head_dim == 0 || self.head_dim % 2 != 0 {
+        if self.head_dim == 0 || !self.head_dim.is_multiple_of(2) {
             return bad(format!(
                 "head dim {} must be even and non-zero",
                 self.head_dim
             ));
         }
-        if self.n_heads % self.n_kv_heads != 0 {
+        if !self.n_heads.is_multiple_of(self.n_kv_heads) {
             return bad(format!(
                 "{} heads do not group over {} KV heads",
                 self.n_heads, self.n_kv_heads
@@ -280,10 +280,11 @@ impl Gemma {
                 "RoPE scaling `{kind}` is not supported (linear only)"
             )));
         }
-        if let Some(factor) = optional(gguf.get_f32(&key("rope.scaling.factor")))? {
-            if factor != 0.0 && scaling != Some("none") {
-                g.freq_scale = 1.0 / factor;
-            }
+        if let Some(factor) = optional(gguf.get_f32(&key("rope.scaling.factor")))?
+            && factor != 0.0
+            && scaling != Some("none")
+        {
+            g.freq_scale = 1.0 / factor;
         }
         g.softcap = optional(gguf.get_f32(&key("final_logit_softcapping")))?.filter(|&c| c != 0.0);
         Ok(g)

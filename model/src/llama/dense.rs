@@ -9,14 +9,10 @@ use super::ops::{softmax, weighted_sum};
 use crate::quant::{default_threads, dot_f32};
 
 /// `out = softmax(q·Kᵀ·scale)·V` for one query; `keys`/`values` hold
-/// `len` rows of `q.len()` floats. `scores` is scratch.
-pub(crate) fn attend_one(
-    q: &[f32],
-    keys: &[f32],
-    values: &[f32],
-    scores: &mut Vec<f32>,
-    out: &mut [f32],
-) {
+/// `len` rows of `q.len()` floats. `scores` is scratch. The host's dense
+/// decode attention in f32 on the SIMD kernels (`quant::dot_f32`,
+/// `quant::axpy`).
+pub fn attend_one(q: &[f32], keys: &[f32], values: &[f32], scores: &mut Vec<f32>, out: &mut [f32]) {
     let hd = q.len().max(1);
     let scale = 1.0 / (q.len() as f32).sqrt();
     scores.clear();
@@ -188,7 +184,7 @@ impl DenseCache {
 impl Attention for DenseCache {
     fn prefill(&mut self, layer: usize, k: &[f32], v: &[f32]) -> Result<(), AttentionFailure> {
         let width = self.n_kv_heads * self.head_dim;
-        if k.len() != v.len() || k.len() % width.max(1) != 0 {
+        if k.len() != v.len() || !k.len().is_multiple_of(width.max(1)) {
             return Err(format!(
                 "prefill k/v of {}/{} floats, not a multiple of {width}",
                 k.len(),

@@ -157,9 +157,10 @@ impl Model {
             });
         }
         tokens.iter().try_for_each(|&t| self.check_token(t))?;
-        if let Some(l) = (0..c.n_layers).find(|&l| c.window(l).is_some()) {
-            if !attn.supports_window() {
-                return Err(ModelError::Attention {
+        if let Some(l) = (0..c.n_layers).find(|&l| c.window(l).is_some())
+            && !attn.supports_window()
+        {
+            return Err(ModelError::Attention {
                     layer: l,
                     source: format!(
                         "{} uses sliding-window attention, which this attention implementation does not support",
@@ -167,7 +168,6 @@ impl Model {
                     )
                     .into(),
                 });
-            }
         }
         let (d, hd) = (c.n_embd, c.head_dim);
         let w = &self.weights;

@@ -24,8 +24,13 @@ fn gemma3_matches_the_reference() {
         window: Some(2),
         ..Spec::gemma3()
     };
+    // Both sides quantize each matrix's input to 8 bits as ggml does, but
+    // from activations that differ in the last bits (f32 against f64), so
+    // an element near a rounding boundary lands one step apart (1/254 of
+    // its block's largest), amplified by gemma's sqrt(n_embd) embedding
+    // scale: a looser bound than the float models'.
     let diff = check_against_reference(&s);
-    assert!(diff < TOLERANCE, "quantized gemma3 logits differ by {diff}");
+    assert!(diff < 0.2, "quantized gemma3 logits differ by {diff}");
     // Three layers, default pattern (period 6): all windowed.
     let s = Spec {
         layers: 3,

@@ -7,25 +7,76 @@
 use super::tiny::Spec;
 use crate::Gguf;
 
-type Matrix = Vec<Vec<f64>>;
+/// Rows of dequantized weights, and how ggml quantizes the input of a
+/// matrix of that kind before the dot products: blocks of 32 to 8 bits
+/// with an f16 scale (Q8_0/Q8_1), blocks of 256 with an f32 scale whose
+/// largest element maps to −127 (Q8_K), or not at all (float kinds).
+struct Matrix {
+    rows: Vec<Vec<f64>>,
+    input: Option<usize>,
+}
 
 fn read(g: &Gguf, name: &str) -> Matrix {
     let t = g.tensor(name).unwrap_or_else(|e| panic!("{e}"));
     let mut row = vec![0f32; t.cols()];
-    (0..t.rows())
+    let rows = (0..t.rows())
         .map(|r| {
             t.dequantize_row(r, &mut row);
             row.iter().map(|&v| f64::from(v)).collect()
         })
-        .collect()
+        .collect();
+    let input = match t.kind().block_len() {
+        1 => None,
+        n => Some(n),
+    };
+    Matrix { rows, input }
 }
 
 fn vector(g: &Gguf, name: &str) -> Vec<f64> {
-    read(g, name).swap_remove(0)
+    read(g, name).rows.swap_remove(0)
+}
+
+/// `x` as the 8-bit quantized input ggml gives a matrix's rows.
+fn quantize_input(x: &[f64], block: usize) -> Vec<f64> {
+    let mut out = Vec::with_capacity(x.len());
+    for b in x.chunks(block) {
+        let b: Vec<f32> = b.iter().map(|v| *v as f32).collect();
+        if block == 32 {
+            let amax = b.iter().fold(0f32, |a, v| a.max(v.abs()));
+            let d = amax / 127.0;
+            let id = if d == 0.0 { 0.0 } else { 1.0 / d };
+            let d16 = f64::from(half::f16::from_f32(d).to_f32());
+            out.extend(b.iter().map(|v| f64::from((v * id).round()) * d16));
+        } else {
+            let max = b
+                .iter()
+                .fold(0f32, |m, v| if v.abs() > m.abs() { *v } else { m });
+            if max == 0.0 {
+                out.extend(b.iter().map(|_| 0.0));
+                continue;
+            }
+            let iscale = -127.0 / max;
+            let d = f64::from(1.0 / iscale);
+            out.extend(
+                b.iter()
+                    .map(|v| f64::from((iscale * v).round_ties_even().min(127.0)) * d),
+            );
+        }
+    }
+    out
 }
 
 fn mat_vec(w: &Matrix, x: &[f64]) -> Vec<f64> {
-    w.iter()
+    let q;
+    let x = match w.input {
+        Some(block) => {
+            q = quantize_input(x, block);
+            &q[..]
+        }
+        None => x,
+    };
+    w.rows
+        .iter()
         .map(|row| row.iter().zip(x).map(|(a, b)| a * b).sum())
         .collect()
 }
@@ -86,7 +137,7 @@ pub(super) fn logits_skipping(s: &Spec, g: &Gguf, tokens: &[u32], skip: Skip) ->
     };
     let mut xs: Vec<Vec<f64>> = tokens
         .iter()
-        .map(|&t| embed[t as usize].iter().map(|v| v * scale).collect())
+        .map(|&t| embed.rows[t as usize].iter().map(|v| v * scale).collect())
         .collect();
     for l in 0..s.layers {
         // Windowed gemma3 layers: local RoPE base 10000 and a window.

@@ -1,32 +1,21 @@
-//! Row kernels for the unquantized kinds F32, F16 and BF16, plus the dense
-//! f32 dot product every kernel ends in and the per-group sums of `x` that
-//! the formats with a minimum reuse across rows.
+//! Decoding the unquantized kinds F32, F16 and BF16, and f16 fields.
 
-/// Lanes of the f32 accumulators: wide enough for the compiler to keep
-/// several vector registers busy, fixed so results do not depend on it.
-pub(super) const LANES: usize = 16;
-
-/// `Σ a·b` in `LANES` independent accumulators, summed in a fixed order.
-pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0f32; LANES];
-    let ca = a.chunks_exact(LANES);
-    let cb = b.chunks_exact(LANES);
-    let tail: f32 = ca
-        .remainder()
-        .iter()
-        .zip(cb.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (xa, xb) in ca.zip(cb) {
-        for ((s, x), y) in acc.iter_mut().zip(xa).zip(xb) {
-            *s += x * y;
-        }
-    }
-    acc.iter().sum::<f32>() + tail
-}
-
+/// The f16 in two little-endian bytes, exactly (NaNs made quiet, as F16C
+/// and `half` do). Written out because `half` picks F16C at run time on
+/// every call, which keeps it out of the kernels' inner loops: a finite
+/// f16's bits moved into f32 position are its value times 2^-112.
+#[inline]
 pub(super) fn f16_at(b0: u8, b1: u8) -> f32 {
-    half::f16::from_le_bytes([b0, b1]).to_f32()
+    const TWO_POW_112: f32 = f32::from_bits((127 + 112) << 23);
+    let h = u32::from(u16::from_le_bytes([b0, b1]));
+    let mag = h & 0x7FFF;
+    let bits = if mag >= 0x7C00 {
+        let quiet = if mag > 0x7C00 { 0x0040_0000 } else { 0 };
+        0x7F80_0000 | ((mag & 0x3FF) << 13) | quiet
+    } else {
+        (f32::from_bits(mag << 13) * TWO_POW_112).to_bits()
+    };
+    f32::from_bits(((h & 0x8000) << 16) | bits)
 }
 
 pub(super) fn dequantize_f32(row: &[u8], out: &mut [f32]) {
@@ -48,32 +37,14 @@ pub(super) fn dequantize_bf16(row: &[u8], out: &mut [f32]) {
     }
 }
 
-/// Sums of `x` over consecutive groups of `n` (a trailing partial group is
-/// dropped: rows are whole blocks).
-pub(super) fn group_sums(x: &[f32], n: usize) -> Vec<f32> {
-    x.chunks_exact(n).map(|g| g.iter().sum()).collect()
-}
-
-/// Dot product of an encoded F32/F16/BF16 row with `x`, decoding `LANES`
-/// elements at a time into a stack buffer with `decode`.
-pub(super) fn dot_encoded(
-    row: &[u8],
-    x: &[f32],
-    elem_bytes: usize,
-    decode: fn(&[u8], &mut [f32]),
-) -> f32 {
-    let mut buf = [0f32; LANES];
-    let mut acc = [0f32; LANES];
-    let mut tail = 0f32;
-    for (chunk, xs) in row.chunks(LANES * elem_bytes).zip(x.chunks(LANES)) {
-        decode(chunk, &mut buf);
-        if xs.len() == LANES {
-            for ((s, w), v) in acc.iter_mut().zip(&buf).zip(xs) {
-                *s += w * v;
-            }
-        } else {
-            tail += buf.iter().zip(xs).map(|(w, v)| w * v).sum::<f32>();
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn f16_at_matches_half_on_every_value() {
+        for h in 0..=u16::MAX {
+            let [b0, b1] = h.to_le_bytes();
+            let want = half::f16::from_bits(h).to_f32();
+            assert_eq!(super::f16_at(b0, b1).to_bits(), want.to_bits(), "{h:#06x}");
         }
     }
-    acc.iter().sum::<f32>() + tail
 }

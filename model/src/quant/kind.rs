@@ -160,7 +160,7 @@ impl TensorKind {
     /// number of blocks or the size overflows.
     pub fn row_bytes(self, cols: u64) -> Option<u64> {
         let block = self.block_len() as u64;
-        if cols % block != 0 {
+        if !cols.is_multiple_of(block) {
             return None;
         }
         (cols / block).checked_mul(self.block_bytes() as u64)

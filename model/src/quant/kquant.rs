@@ -1,34 +1,49 @@
 //! What the K-quants (Q2_K … Q6_K) share: super-blocks of 256 elements cut
-//! into groups of 16 or 32, each group with its own scale `dl` and, in the
-//! formats with a minimum, its own `ml`; x = dl·q − ml with integer q.
+//! into groups of 16 or 32, each group with an integer scale `sc` and, in
+//! the formats with a minimum, an integer minimum `m`; with the block's
+//! f16 `d` and `dmin`, x = (d·sc)·q − (dmin·m) for an integer q.
 //!
-//! Each format only says how to unpack a super-block (`KBlock::unpack`);
-//! decoding and the dot product are written once here. The dot product
-//! works on the unpacked integers: Σ_g dl_g·Σ q·x − Σ_g ml_g·Σx_g, with
-//! Σx_g precomputed once per input (`QTensor::prepare`).
+//! Each format only says how to unpack a super-block (`KBlock::unpack`,
+//! quants stored unsigned as q + `OFFSET`); decoding and the dot product
+//! are written once here. The dot product is ggml's: the input quantized
+//! to Q8_K (`act::Q8K`), Σ_g sc_g·Σ q·x and Σ_g m_g·Σx_g in integers, then
+//! d·dx·(first) − dmin·dx·(second) in f32.
+
+use super::act::Q8K;
+use super::simd::{Isa, dot_groups16};
+use super::vecdot::Lanes;
 
 /// Elements per super-block (ggml's `QK_K`).
 pub(super) const QK_K: usize = 256;
-/// Width of the f32 accumulators of the dot product.
-const LANES: usize = 16;
 
 /// One super-block, unpacked.
 pub(super) struct Unpacked {
-    /// The integer quant of every element.
-    pub q: [i8; QK_K],
-    /// Per-group scale (the first `QK_K / GROUP` entries are used).
-    pub dl: [f32; QK_K / 16],
-    /// Per-group minimum (zero in the formats without one).
-    pub ml: [f32; QK_K / 16],
+    /// Every element's quant plus `OFFSET` (so unsigned, below 64).
+    pub q: [u8; QK_K],
+    /// Per-group integer scale (the first `QK_K / GROUP` entries are used).
+    pub sc: [i32; QK_K / 16],
+    /// Per-group integer minimum (zero in the formats without one).
+    pub m: [i32; QK_K / 16],
+    /// The block's scale of scales.
+    pub d: f32,
+    /// The block's scale of minima (zero without one).
+    pub dmin: f32,
 }
 
 impl Unpacked {
     pub(super) fn new() -> Self {
         Self {
             q: [0; QK_K],
-            dl: [0.0; QK_K / 16],
-            ml: [0.0; QK_K / 16],
+            sc: [0; QK_K / 16],
+            m: [0; QK_K / 16],
+            d: 0.0,
+            dmin: 0.0,
         }
+    }
+
+    /// Group g's f32 scale and minimum, as ggml computes them.
+    fn dl_ml(&self, g: usize) -> (f32, f32) {
+        (self.d * self.sc[g] as f32, self.dmin * self.m[g] as f32)
     }
 }
 
@@ -40,8 +55,9 @@ pub(super) trait KBlock {
     const GROUP: usize;
     /// Whether groups carry a minimum (x = dl·q − ml rather than dl·q).
     const HAS_MIN: bool;
-    /// Unpacks `blk` (`BYTES` long) into `u`, computing dl and ml exactly
-    /// as ggml does (f16 super-scale × integer group scale, in f32).
+    /// What was added to the signed quants to store them unsigned.
+    const OFFSET: i32;
+    /// Unpacks `blk` (`BYTES` long) into `u`.
     fn unpack(blk: &[u8], u: &mut Unpacked);
 }
 
@@ -54,56 +70,92 @@ pub(super) fn dequantize<B: KBlock>(row: &[u8], out: &mut [f32]) {
                 .zip(o.chunks_exact_mut(B::GROUP))
                 .enumerate()
         {
-            let (dl, ml) = (u.dl[g], u.ml[g]);
+            let (dl, ml) = u.dl_ml(g);
             for (q, v) in qs.iter().zip(os) {
-                *v = if B::HAS_MIN {
-                    dl * f32::from(*q) - ml
-                } else {
-                    dl * f32::from(*q)
-                };
+                let q = (i32::from(*q) - B::OFFSET) as f32;
+                *v = if B::HAS_MIN { dl * q - ml } else { dl * q };
             }
         }
     }
 }
 
-/// Σx per group, for `dot` (empty for the formats without a minimum).
-pub(super) fn prepare<B: KBlock>(x: &[f32]) -> Vec<f32> {
-    if B::HAS_MIN {
-        super::float::group_sums(x, B::GROUP)
-    } else {
-        Vec::new()
-    }
+/// A row's super-blocks unpacked once, for the prefill's many inputs.
+pub(super) struct KRow {
+    blocks: Vec<Unpacked>,
+    group: usize,
+    offset: i32,
+    has_min: bool,
 }
 
-pub(super) fn dot<B: KBlock>(row: &[u8], x: &[f32], xsum: &[f32]) -> f32 {
-    let groups = QK_K / B::GROUP;
-    let mut u = Unpacked::new();
-    let mut acc = [0f32; LANES];
-    let mut min_acc = 0f32;
-    for (b, (blk, xb)) in row
+/// Unpacks every super-block of `row`.
+pub(super) fn unpack_row<B: KBlock>(row: &[u8]) -> KRow {
+    let blocks = row
         .chunks_exact(B::BYTES)
-        .zip(x.chunks_exact(QK_K))
-        .enumerate()
-    {
+        .map(|blk| {
+            let mut u = Unpacked::new();
+            B::unpack(blk, &mut u);
+            u
+        })
+        .collect();
+    KRow {
+        blocks,
+        group: B::GROUP,
+        offset: B::OFFSET,
+        has_min: B::HAS_MIN,
+    }
+}
+
+/// Super-block b's share of the dot product, into `lanes` (`GROUP`
+/// elements per scale: a constant, so finding a group's scale is a shift).
+fn add_block<const GROUP: usize>(
+    isa: Isa,
+    b: usize,
+    u: &Unpacked,
+    (offset, has_min): (i32, bool),
+    x: &Q8K,
+    lanes: &mut Lanes,
+) {
+    let mut gdot = [0i32; QK_K / 16];
+    let xq = &x.q[b * QK_K..(b + 1) * QK_K];
+    let bsums = &x.bsums[b * 16..(b + 1) * 16];
+    dot_groups16(isa, &u.q, xq, &mut gdot);
+    let (mut isum, mut imin) = (0i32, 0i32);
+    for (j, (gd, bs)) in gdot.iter().zip(bsums).enumerate() {
+        let g = j * 16 / GROUP;
+        isum += u.sc[g] * (gd - offset * bs);
+        imin += u.m[g] * bs;
+    }
+    let dx = x.d[b];
+    lanes.add(b, (u.d * dx) * isum as f32);
+    if has_min {
+        lanes.sub(b, (u.dmin * dx) * imin as f32);
+    }
+}
+
+/// The dot product of an encoded row with an input quantized to Q8_K.
+pub(super) fn dot<B: KBlock>(isa: Isa, row: &[u8], x: &Q8K) -> f32 {
+    let mut u = Unpacked::new();
+    let mut lanes = Lanes::new();
+    for (b, blk) in row.chunks_exact(B::BYTES).enumerate() {
         B::unpack(blk, &mut u);
-        for (c, (qs, xs)) in
-            u.q.chunks_exact(LANES)
-                .zip(xb.chunks_exact(LANES))
-                .enumerate()
-        {
-            let dl = u.dl[c * LANES / B::GROUP];
-            for ((a, q), v) in acc.iter_mut().zip(qs).zip(xs) {
-                *a += dl * (f32::from(*q) * v);
-            }
-        }
-        if B::HAS_MIN {
-            let sums = &xsum[b * groups..(b + 1) * groups];
-            min_acc += u.ml[..groups]
-                .iter()
-                .zip(sums)
-                .map(|(m, s)| m * s)
-                .sum::<f32>();
+        if B::GROUP == 32 {
+            add_block::<32>(isa, b, &u, (B::OFFSET, B::HAS_MIN), x, &mut lanes);
+        } else {
+            add_block::<16>(isa, b, &u, (B::OFFSET, B::HAS_MIN), x, &mut lanes);
         }
     }
-    acc.iter().sum::<f32>() - min_acc
+    lanes.sum()
+}
+
+/// `dot` on a row unpacked by `unpack_row` (the same bits).
+pub(super) fn dot_unpacked(isa: Isa, k: &KRow, x: &Q8K) -> f32 {
+    let mut lanes = Lanes::new();
+    for (b, u) in k.blocks.iter().enumerate() {
+        if k.group == 32 {
+            add_block::<32>(isa, b, u, (k.offset, k.has_min), x, &mut lanes);
+        } else {
+            add_block::<16>(isa, b, u, (k.offset, k.has_min), x, &mut lanes);
+        }
+    }
+    lanes.sum()
 }

@@ -1,17 +1,74 @@
 //! `QTensor::matmul`: Y = X·Wᵀ for n inputs at once (the prefill path).
 //!
-//! Each thread owns a range of weight rows. It walks the inputs in chunks
-//! small enough to stay in L2, and for each chunk decodes each of its rows
-//! once into an f32 buffer and reuses it for every input of the chunk.
-//! A row's result depends only on that row and input, so the thread count
-//! does not change the bits.
+//! Every input is quantized once. Each part of the work (run by the
+//! caller or the kernel pool) owns a range of weight rows; it walks the
+//! inputs in chunks small enough to stay in L2 and, for each row (kept in
+//! L1), takes the dot product with every input of the chunk. A row's
+//! result depends only on that row and input, so the number of parts does
+//! not change the bits.
 
-use super::float::dot_f32;
+use std::sync::Arc;
+
+use super::act::Input;
+use super::kquant;
 use super::parallel::threads_for;
+use super::pool::{Job, Pool};
+use super::simd::Isa;
 use super::tensor::QTensor;
 
-/// Bytes of inputs kept hot while rows are decoded against them.
+/// Bytes of inputs kept hot while rows are taken against them.
 const INPUT_CHUNK_BYTES: usize = 128 * 1024;
+
+/// Weight bytes kept hot (in L2) while every input is taken against them.
+const ROW_CHUNK_BYTES: usize = 256 * 1024;
+
+/// Rows `r0..r1` of `t` against every input: row-major by weight row.
+/// K-quant rows are unpacked once and taken against the inputs in chunks
+/// that stay in L2; the other kinds take a chunk of rows (in L2) against
+/// one input at a time in a single multi-row call.
+fn block(
+    t: &QTensor,
+    isa: Isa,
+    xs: &[f32],
+    inputs: &[Input],
+    r0: usize,
+    r1: usize,
+    local: &mut Vec<f32>,
+) {
+    let (n, cols) = (inputs.len(), t.cols());
+    local.clear();
+    local.resize((r1 - r0) * n, 0.0);
+    if t.unpack_k(r0.min(t.rows().saturating_sub(1))).is_some() {
+        let chunk_n = (INPUT_CHUNK_BYTES / cols.max(1)).clamp(1, n.max(1));
+        for i0 in (0..n).step_by(chunk_n) {
+            let i1 = (i0 + chunk_n).min(n);
+            for r in r0..r1 {
+                let dst = &mut local[(r - r0) * n..(r - r0 + 1) * n];
+                let unpacked = t.unpack_k(r);
+                for i in i0..i1 {
+                    dst[i] = match (&unpacked, &inputs[i]) {
+                        (Some(k), Input::K(q)) => kquant::dot_unpacked(isa, k, q),
+                        _ => t.dot_row(isa, r, &xs[i * cols..(i + 1) * cols], &inputs[i]),
+                    };
+                }
+            }
+        }
+        return;
+    }
+    let row_bytes = t.data().len() / t.rows().max(1);
+    let chunk_r = (ROW_CHUNK_BYTES / row_bytes.max(1)).max(1);
+    let mut tmp = vec![0f32; chunk_r.min(r1 - r0)];
+    for c0 in (r0..r1).step_by(chunk_r) {
+        let c1 = (c0 + chunk_r).min(r1);
+        let part = &mut tmp[..c1 - c0];
+        for (i, input) in inputs.iter().enumerate() {
+            t.dot_rows(isa, c0, &xs[i * cols..(i + 1) * cols], input, part);
+            for (k, v) in part.iter().enumerate() {
+                local[(c0 - r0 + k) * n + i] = *v;
+            }
+        }
+    }
+}
 
 impl QTensor {
     /// `out[i·rows + r] = row_r · xs[i·cols..]` for `i < n`.
@@ -19,58 +76,50 @@ impl QTensor {
     /// # Panics
     /// When `xs.len() != n·cols` or `out.len() != n·rows`.
     pub fn matmul(&self, xs: &[f32], n: usize, out: &mut [f32]) {
-        self.matmul_threads(xs, n, out, threads_for(self.rows() * self.cols() * n));
+        let threads = threads_for(self.rows() * self.cols() * n);
+        self.matmul_with(xs, n, out, threads, Isa::active());
     }
 
-    /// `matmul` on exactly `threads` threads (at least one).
+    /// `matmul` in `threads` parts (at least one).
     pub fn matmul_threads(&self, xs: &[f32], n: usize, out: &mut [f32], threads: usize) {
+        self.matmul_with(xs, n, out, threads, Isa::active());
+    }
+
+    /// `matmul` in `threads` parts on the instruction set `isa` (one of
+    /// [`Isa::available`]).
+    pub fn matmul_with(&self, xs: &[f32], n: usize, out: &mut [f32], threads: usize, isa: Isa) {
         let (rows, cols) = (self.rows(), self.cols());
         assert_eq!(xs.len(), n * cols, "matmul input length");
         assert_eq!(out.len(), n * rows, "matmul output length");
-        if n == 0 || rows == 0 {
+        if n == 0 || rows == 0 || cols == 0 {
+            out.fill(0.0);
             return;
         }
+        let inputs: Arc<[Input]> = xs.chunks_exact(cols).map(|x| self.prepare(x)).collect();
+        let shared: Arc<[f32]> = xs.into();
         let per = rows.div_ceil(threads.max(1)).max(1);
-        let chunk_n = (INPUT_CHUNK_BYTES / (cols.max(1) * 4)).clamp(1, n);
-        // One block per thread: its rows × all inputs, row-major by weight row.
-        let work = |r0: usize, r1: usize| -> Vec<f32> {
-            let mut local = vec![0f32; (r1 - r0) * n];
-            let mut decoded = vec![0f32; cols];
-            for i0 in (0..n).step_by(chunk_n) {
-                let i1 = (i0 + chunk_n).min(n);
-                for r in r0..r1 {
-                    self.dequantize_row(r, &mut decoded);
-                    let dst = &mut local[(r - r0) * n..(r - r0 + 1) * n];
-                    for (i, x) in (i0..i1).zip(xs[i0 * cols..i1 * cols].chunks_exact(cols.max(1))) {
-                        dst[i] = dot_f32(&decoded, x);
-                    }
-                }
-            }
-            local
-        };
-        let blocks: Vec<(usize, usize, Vec<f32>)> = std::thread::scope(|s| {
-            let handles: Vec<_> = (per..rows)
-                .step_by(per)
-                .map(|r0| {
-                    let r1 = (r0 + per).min(rows);
-                    s.spawn(move || (r0, r1, work(r0, r1)))
-                })
-                .collect();
-            let mut blocks = vec![(0, per.min(rows), work(0, per.min(rows)))];
-            for h in handles {
-                match h.join() {
-                    Ok(b) => blocks.push(b),
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
-            }
-            blocks
-        });
-        for (r0, r1, local) in blocks {
-            for (r, col) in (r0..r1).zip(local.chunks_exact(n)) {
+        let jobs: Vec<Job> = (per..rows)
+            .step_by(per)
+            .map(|r0| {
+                let (t, inputs, xs) = (self.clone(), Arc::clone(&inputs), Arc::clone(&shared));
+                Box::new(move |buf: &mut Vec<f32>| {
+                    block(&t, isa, &xs, &inputs, r0, (r0 + per).min(rows), buf);
+                }) as Job
+            })
+            .collect();
+        let mut scatter = |r0: usize, local: &[f32]| {
+            for (k, col) in local.chunks_exact(n).enumerate() {
                 for (i, v) in col.iter().enumerate() {
-                    out[i * rows + r] = *v;
+                    out[i * rows + r0 + k] = *v;
                 }
             }
-        }
+        };
+        let mut first = Vec::new();
+        Pool::get().run(
+            || block(self, isa, xs, &inputs, 0, per.min(rows), &mut first),
+            jobs,
+            |i, part| scatter((i + 1) * per, part),
+        );
+        scatter(0, &first);
     }
 }

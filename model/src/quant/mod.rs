@@ -5,14 +5,21 @@
 //! Each format has one file saying its block layout, which is exactly
 //! ggml's (`ggml-common.h`, `dequantize_row_*` in `ggml-quants.c`); decoding
 //! gives the same f32 bits as gguf-py's `gguf.quants.dequantize` (tested).
-//! The kernels are scalar Rust.
+//! The kernels follow ggml's: the input is quantized to 8 bits once per
+//! matvec (`act`), each row's dot product sums integers per block (SIMD
+//! chosen at run time in `simd`, the crate's one unsafe module) and
+//! scales them in f32 in a fixed order (`vecdot`), so every instruction
+//! set and every thread count gives the same bits. Rows are split between
+//! the caller and persistent workers (`pool`).
 
+mod act;
 mod float;
 mod kind;
 mod kquant;
 mod matmul;
 mod matvec;
 mod parallel;
+mod pool;
 mod q2_k;
 mod q3_k;
 mod q4_0;
@@ -23,12 +30,29 @@ mod q5_1;
 mod q5_k;
 mod q6_k;
 mod q8_0;
+// SIMD intrinsics behind run-time feature detection.
+#[allow(unsafe_code)]
+mod simd;
 mod tensor;
+mod vecdot;
 
 #[cfg(test)]
 mod tests;
 
-pub use float::dot_f32;
 pub use kind::{TensorKind, ggml_type_name};
 pub use parallel::{MAX_THREADS, default_threads};
+pub use simd::Isa;
 pub use tensor::QTensor;
+
+/// `Σ a·b` over the common length, on the active instruction set: 16
+/// lanes (element i into lane i mod 16, a multiply then an add), summed in
+/// order, then the tail; the same bits on every instruction set.
+pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
+    simd::dot_f32(Isa::active(), a, b)
+}
+
+/// `out[i] += p · x[i]` on the active instruction set (the same bits on
+/// every one).
+pub fn axpy(p: f32, x: &[f32], out: &mut [f32]) {
+    simd::axpy(Isa::active(), p, x, out)
+}

@@ -13,21 +13,22 @@ impl KBlock for Q2K {
     const BYTES: usize = 84;
     const GROUP: usize = 16;
     const HAS_MIN: bool = true;
+    const OFFSET: i32 = 0;
 
     fn unpack(blk: &[u8], u: &mut Unpacked) {
         let (scales, rest) = blk.split_at(QK_K / 16);
         let (qs, ds) = rest.split_at(QK_K / 4);
-        let d = f16_at(ds[0], ds[1]);
-        let dmin = f16_at(ds[2], ds[3]);
+        u.d = f16_at(ds[0], ds[1]);
+        u.dmin = f16_at(ds[2], ds[3]);
         for (g, sc) in scales.iter().enumerate() {
-            u.dl[g] = d * f32::from(sc & 0xF);
-            u.ml[g] = dmin * f32::from(sc >> 4);
+            u.sc[g] = i32::from(sc & 0xF);
+            u.m[g] = i32::from(sc >> 4);
         }
         // 32 elements (n, j) at a time: crumb j of the 32 bytes of half n.
         for (i, out) in u.q.chunks_exact_mut(32).enumerate() {
             let (bytes, shift) = (&qs[32 * (i / 4)..][..32], 2 * (i % 4));
             for (q, b) in out.iter_mut().zip(bytes) {
-                *q = ((b >> shift) & 3) as i8;
+                *q = (b >> shift) & 3;
             }
         }
     }

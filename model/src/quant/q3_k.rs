@@ -27,22 +27,24 @@ impl KBlock for Q3K {
     const BYTES: usize = 110;
     const GROUP: usize = 16;
     const HAS_MIN: bool = false;
+    const OFFSET: i32 = 4;
 
     fn unpack(blk: &[u8], u: &mut Unpacked) {
         let (hmask, rest) = blk.split_at(QK_K / 8);
         let (qs, rest) = rest.split_at(QK_K / 4);
         let (packed, ds) = rest.split_at(12);
-        let d = f16_at(ds[0], ds[1]);
-        for (dl, s) in u.dl.iter_mut().zip(scales(packed)) {
-            *dl = d * f32::from(s);
+        u.d = f16_at(ds[0], ds[1]);
+        for (sc, s) in u.sc.iter_mut().zip(scales(packed)) {
+            *sc = i32::from(s);
         }
         // 32 elements (n, j) at a time: crumb j of the 32 bytes of half n,
         // and bit i = 4·n + j of every hmask byte.
         for (i, out) in u.q.chunks_exact_mut(32).enumerate() {
             let (bytes, shift) = (&qs[32 * (i / 4)..][..32], 2 * (i % 4));
             for ((q, b), h) in out.iter_mut().zip(bytes).zip(hmask) {
-                let low = ((b >> shift) & 3) as i8;
-                *q = if (h >> i) & 1 == 1 { low } else { low - 4 };
+                // Stored as q + 4 (`OFFSET`).
+                let low = (b >> shift) & 3;
+                *q = if (h >> i) & 1 == 1 { low + 4 } else { low };
             }
         }
     }

@@ -28,18 +28,6 @@ pub(super) fn dequantize(row: &[u8], out: &mut [f32]) {
     }
 }
 
-pub(super) fn dot(row: &[u8], x: &[f32]) -> f32 {
-    let mut acc = [0f32; BLOCK / 2];
-    for (blk, xb) in row.chunks_exact(BLOCK_BYTES).zip(x.chunks_exact(BLOCK)) {
-        let d = f16_at(blk[0], blk[1]);
-        let (xl, xh) = xb.split_at(BLOCK / 2);
-        for (((a, q), l), h) in acc.iter_mut().zip(&blk[2..]).zip(xl).zip(xh) {
-            *a += d * (lo(*q) * l + hi(*q) * h);
-        }
-    }
-    acc.iter().sum()
-}
-
 /// Quantizes one row (length a multiple of 32) as ggml's reference does:
 /// `max` is the value of largest magnitude, d = max / −8,
 /// q = min(15, trunc(x/d + 8.5)).

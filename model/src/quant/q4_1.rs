@@ -1,7 +1,6 @@
 //! Q4_1 row kernels. A block of 32 is f16 `d`, f16 `m`, 16 bytes `qs`;
 //! element j = (qs[j] & 0xF)·d + m, element j+16 = (qs[j] >> 4)·d + m.
-//! The dot product is d·Σq·x + m·Σx per block with Σx precomputed per
-//! block of x, so the minimum costs one multiply per block.
+//! The dot product (`vecdot`) is d·dx·Σq·qx + m·(dx·Σqx) per block.
 
 use super::float::f16_at;
 
@@ -21,26 +20,6 @@ pub(super) fn dequantize(row: &[u8], out: &mut [f32]) {
             *h = f32::from(q >> 4) * d + m;
         }
     }
-}
-
-/// `xsum`: Σx per block of 32 (`float::group_sums`).
-pub(super) fn dot(row: &[u8], x: &[f32], xsum: &[f32]) -> f32 {
-    let mut acc = [0f32; BLOCK / 2];
-    let mut min_acc = 0f32;
-    for ((blk, xb), s) in row
-        .chunks_exact(BLOCK_BYTES)
-        .zip(x.chunks_exact(BLOCK))
-        .zip(xsum)
-    {
-        let d = f16_at(blk[0], blk[1]);
-        let m = f16_at(blk[2], blk[3]);
-        let (xl, xh) = xb.split_at(BLOCK / 2);
-        for (((a, q), l), h) in acc.iter_mut().zip(&blk[4..]).zip(xl).zip(xh) {
-            *a += d * (f32::from(q & 0xF) * l + f32::from(q >> 4) * h);
-        }
-        min_acc += m * s;
-    }
-    acc.iter().sum::<f32>() + min_acc
 }
 
 /// Quantizes one row (length a multiple of 32) the way ggml does:

@@ -25,25 +25,26 @@ pub(super) fn scale_min(p: &[u8], g: usize) -> (u8, u8) {
     }
 }
 
-/// dl and ml of the 8 groups, from the first 16 bytes of a Q4_K/Q5_K block.
+/// d, dmin and the 8 groups' scales and minima, from the first 16 bytes
+/// of a Q4_K/Q5_K block.
 pub(super) fn group_scales(head: &[u8], u: &mut Unpacked) {
-    let d = f16_at(head[0], head[1]);
-    let dmin = f16_at(head[2], head[3]);
+    u.d = f16_at(head[0], head[1]);
+    u.dmin = f16_at(head[2], head[3]);
     for g in 0..QK_K / 32 {
         let (sc, m) = scale_min(&head[4..16], g);
-        u.dl[g] = d * f32::from(sc);
-        u.ml[g] = dmin * f32::from(m);
+        u.sc[g] = i32::from(sc);
+        u.m[g] = i32::from(m);
     }
 }
 
 /// The 4-bit quants from `qs[128]`: each 32 bytes hold 64 elements, low
 /// nibbles first.
-pub(super) fn nibbles(qs: &[u8], q: &mut [i8; QK_K]) {
+pub(super) fn nibbles(qs: &[u8], q: &mut [u8; QK_K]) {
     for (bytes, out) in qs.chunks_exact(32).zip(q.chunks_exact_mut(64)) {
         let (lo, hi) = out.split_at_mut(32);
         for ((b, l), h) in bytes.iter().zip(lo).zip(hi) {
-            *l = (b & 0xF) as i8;
-            *h = (b >> 4) as i8;
+            *l = b & 0xF;
+            *h = b >> 4;
         }
     }
 }
@@ -52,6 +53,7 @@ impl KBlock for Q4K {
     const BYTES: usize = 144;
     const GROUP: usize = 32;
     const HAS_MIN: bool = true;
+    const OFFSET: i32 = 0;
 
     fn unpack(blk: &[u8], u: &mut Unpacked) {
         group_scales(blk, u);

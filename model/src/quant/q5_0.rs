@@ -63,28 +63,6 @@ pub(super) fn dequantize(row: &[u8], out: &mut [f32]) {
     }
 }
 
-pub(super) fn dot(row: &[u8], x: &[f32]) -> f32 {
-    let mut acc = [0f32; BLOCK / 2];
-    let (bit_lo, bit_hi) = BIT.split_at(BLOCK / 2);
-    for (blk, xb) in row.chunks_exact(BLOCK_BYTES).zip(x.chunks_exact(BLOCK)) {
-        let d = f16_at(blk[0], blk[1]);
-        let qh = u32::from_le_bytes([blk[2], blk[3], blk[4], blk[5]]);
-        let (xl, xh) = xb.split_at(BLOCK / 2);
-        let high = |m: u32| if qh & m != 0 { 16 } else { 0 };
-        for (((a, b), (ml, mh)), (l, h)) in acc
-            .iter_mut()
-            .zip(&blk[6..])
-            .zip(bit_lo.iter().zip(bit_hi))
-            .zip(xl.iter().zip(xh))
-        {
-            let ql = value((b & 0xF) | high(*ml));
-            let qv = value((b >> 4) | high(*mh));
-            *a += d * (ql * l + qv * h);
-        }
-    }
-    acc.iter().sum()
-}
-
 /// Quantizes one row (length a multiple of 32) as ggml's reference does:
 /// d = max / −16 (`max` the value of largest magnitude),
 /// q = min(31, trunc(x/d + 16.5)).

@@ -3,7 +3,7 @@
 //! d·Σq·x + m·Σx per block with Σx precomputed per block of x.
 
 use super::float::f16_at;
-use super::q5_0::{BIT, pack5, unpack5};
+use super::q5_0::{pack5, unpack5};
 
 pub(super) const BLOCK: usize = 32;
 pub(super) const BLOCK_BYTES: usize = 24;
@@ -19,36 +19,6 @@ pub(super) fn dequantize(row: &[u8], out: &mut [f32]) {
             *v = f32::from(*q) * d + m;
         }
     }
-}
-
-/// `xsum`: Σx per block of 32 (`float::group_sums`).
-pub(super) fn dot(row: &[u8], x: &[f32], xsum: &[f32]) -> f32 {
-    let mut acc = [0f32; BLOCK / 2];
-    let mut min_acc = 0f32;
-    let (bit_lo, bit_hi) = BIT.split_at(BLOCK / 2);
-    for ((blk, xb), s) in row
-        .chunks_exact(BLOCK_BYTES)
-        .zip(x.chunks_exact(BLOCK))
-        .zip(xsum)
-    {
-        let d = f16_at(blk[0], blk[1]);
-        let m = f16_at(blk[2], blk[3]);
-        let qh = u32::from_le_bytes([blk[4], blk[5], blk[6], blk[7]]);
-        let (xl, xh) = xb.split_at(BLOCK / 2);
-        let high = |mask: u32| if qh & mask != 0 { 16 } else { 0 };
-        for (((a, b), (ml, mh)), (l, h)) in acc
-            .iter_mut()
-            .zip(&blk[8..])
-            .zip(bit_lo.iter().zip(bit_hi))
-            .zip(xl.iter().zip(xh))
-        {
-            let ql = f32::from((b & 0xF) | high(*ml));
-            let qv = f32::from((b >> 4) | high(*mh));
-            *a += d * (ql * l + qv * h);
-        }
-        min_acc += m * s;
-    }
-    acc.iter().sum::<f32>() + min_acc
 }
 
 /// Quantizes one row (length a multiple of 32) as ggml's reference does:

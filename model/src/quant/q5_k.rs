@@ -11,6 +11,7 @@ impl KBlock for Q5K {
     const BYTES: usize = 176;
     const GROUP: usize = 32;
     const HAS_MIN: bool = true;
+    const OFFSET: i32 = 0;
 
     fn unpack(blk: &[u8], u: &mut Unpacked) {
         group_scales(blk, u);
@@ -18,7 +19,7 @@ impl KBlock for Q5K {
         nibbles(qs, &mut u.q);
         for (i, out) in u.q.chunks_exact_mut(32).enumerate() {
             for (q, h) in out.iter_mut().zip(qh) {
-                *q |= (((h >> i) & 1) << 4) as i8;
+                *q |= ((h >> i) & 1) << 4;
             }
         }
     }

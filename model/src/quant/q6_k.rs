@@ -13,14 +13,15 @@ impl KBlock for Q6K {
     const BYTES: usize = 210;
     const GROUP: usize = 16;
     const HAS_MIN: bool = false;
+    const OFFSET: i32 = 32;
 
     fn unpack(blk: &[u8], u: &mut Unpacked) {
         let (ql, rest) = blk.split_at(QK_K / 2);
         let (qh, rest) = rest.split_at(QK_K / 4);
         let (scales, ds) = rest.split_at(QK_K / 16);
-        let d = f16_at(ds[0], ds[1]);
-        for (dl, s) in u.dl.iter_mut().zip(scales) {
-            *dl = d * f32::from(*s as i8);
+        u.d = f16_at(ds[0], ds[1]);
+        for (sc, s) in u.sc.iter_mut().zip(scales) {
+            *sc = i32::from(*s as i8);
         }
         // 32 elements (n, k) at a time.
         for (i, out) in u.q.chunks_exact_mut(32).enumerate() {
@@ -29,7 +30,8 @@ impl KBlock for Q6K {
             let high = &qh[32 * n..][..32];
             let (lshift, hshift) = (4 * (k / 2), 2 * k);
             for ((q, l), h) in out.iter_mut().zip(low).zip(high) {
-                *q = (((l >> lshift) & 0xF) | (((h >> hshift) & 3) << 4)) as i8 - 32;
+                // Stored as q + 32 (`OFFSET`).
+                *q = ((l >> lshift) & 0xF) | (((h >> hshift) & 3) << 4);
             }
         }
     }

@@ -17,17 +17,6 @@ pub(super) fn dequantize(row: &[u8], out: &mut [f32]) {
     }
 }
 
-pub(super) fn dot(row: &[u8], x: &[f32]) -> f32 {
-    let mut acc = [0f32; BLOCK];
-    for (blk, xb) in row.chunks_exact(BLOCK_BYTES).zip(x.chunks_exact(BLOCK)) {
-        let d = f16_at(blk[0], blk[1]);
-        for ((a, q), v) in acc.iter_mut().zip(&blk[2..]).zip(xb) {
-            *a += d * (f32::from(*q as i8) * v);
-        }
-    }
-    acc.iter().sum()
-}
-
 /// Quantizes one row (length a multiple of 32): d = max|x|/127, q = round(x/d).
 pub(super) fn quantize(x: &[f32], out: &mut Vec<u8>) {
     for b in x.chunks_exact(BLOCK) {

@@ -1,12 +1,15 @@
 //! `QTensor`: a quantized matrix (rows × cols, each row `cols` contiguous
 //! elements stored as whole blocks) and per-row decoding.
 
+use super::act::Input;
 use super::kquant;
 use super::q2_k::Q2K;
 use super::q3_k::Q3K;
 use super::q4_k::Q4K;
 use super::q5_k::Q5K;
 use super::q6_k::Q6K;
+use super::simd::Isa;
+use super::vecdot;
 use super::{float, q4_0, q4_1, q5_0, q5_1, q8_0};
 use crate::{ModelError, TensorKind};
 
@@ -17,7 +20,8 @@ pub struct QTensor {
     rows: usize,
     cols: usize,
     row_bytes: usize,
-    data: Vec<u8>,
+    /// Shared so the pool's workers can hold the tensor (`Arc::clone`).
+    data: std::sync::Arc<[u8]>,
 }
 
 impl QTensor {
@@ -49,7 +53,7 @@ impl QTensor {
             rows,
             cols,
             row_bytes,
-            data,
+            data: data.into(),
         })
     }
 
@@ -68,7 +72,7 @@ impl QTensor {
                 values.len()
             )));
         }
-        if cols % kind.block_len() != 0 {
+        if !cols.is_multiple_of(kind.block_len()) {
             return Err(ModelError::TensorData(format!(
                 "{kind} needs cols divisible by {}",
                 kind.block_len()
@@ -162,36 +166,35 @@ impl QTensor {
         out
     }
 
-    /// Per-input precomputation shared by every row's dot product: Σx per
-    /// group for the formats with a minimum.
-    pub(super) fn prepare(&self, x: &[f32]) -> Vec<f32> {
-        match self.kind {
-            TensorKind::Q4_1 => float::group_sums(x, q4_1::BLOCK),
-            TensorKind::Q5_1 => float::group_sums(x, q5_1::BLOCK),
-            TensorKind::Q2_K => kquant::prepare::<Q2K>(x),
-            TensorKind::Q4_K => kquant::prepare::<Q4K>(x),
-            TensorKind::Q5_K => kquant::prepare::<Q5K>(x),
-            _ => Vec::new(),
-        }
+    /// `x` prepared for this tensor's rows (quantized to Q8 for the
+    /// quantized kinds).
+    pub(super) fn prepare(&self, x: &[f32]) -> Input {
+        Input::new(self.kind, x)
     }
 
-    /// Dot product of row `r` with `x`, on the encoded row.
-    pub(super) fn dot_row(&self, r: usize, x: &[f32], prepared: &[f32]) -> f32 {
+    /// `out[i] = row (r0 + i) · x` (prepared as `input`).
+    pub(super) fn dot_rows(&self, isa: Isa, r0: usize, x: &[f32], input: &Input, out: &mut [f32]) {
+        let rows = &self.data[r0 * self.row_bytes..(r0 + out.len()) * self.row_bytes];
+        vecdot::dot_rows(isa, self.kind, rows, self.row_bytes, x, input, out);
+    }
+
+    /// Row `r` of a K-quant kind unpacked for many inputs (`None` for
+    /// the other kinds).
+    pub(super) fn unpack_k(&self, r: usize) -> Option<kquant::KRow> {
         let row = self.row(r);
-        match self.kind {
-            TensorKind::F32 => float::dot_encoded(row, x, 4, float::dequantize_f32),
-            TensorKind::F16 => float::dot_encoded(row, x, 2, float::dequantize_f16),
-            TensorKind::BF16 => float::dot_encoded(row, x, 2, float::dequantize_bf16),
-            TensorKind::Q4_0 => q4_0::dot(row, x),
-            TensorKind::Q4_1 => q4_1::dot(row, x, prepared),
-            TensorKind::Q5_0 => q5_0::dot(row, x),
-            TensorKind::Q5_1 => q5_1::dot(row, x, prepared),
-            TensorKind::Q8_0 => q8_0::dot(row, x),
-            TensorKind::Q2_K => kquant::dot::<Q2K>(row, x, prepared),
-            TensorKind::Q3_K => kquant::dot::<Q3K>(row, x, prepared),
-            TensorKind::Q4_K => kquant::dot::<Q4K>(row, x, prepared),
-            TensorKind::Q5_K => kquant::dot::<Q5K>(row, x, prepared),
-            TensorKind::Q6_K => kquant::dot::<Q6K>(row, x, prepared),
-        }
+        Some(match self.kind {
+            TensorKind::Q2_K => kquant::unpack_row::<Q2K>(row),
+            TensorKind::Q3_K => kquant::unpack_row::<Q3K>(row),
+            TensorKind::Q4_K => kquant::unpack_row::<Q4K>(row),
+            TensorKind::Q5_K => kquant::unpack_row::<Q5K>(row),
+            TensorKind::Q6_K => kquant::unpack_row::<Q6K>(row),
+            _ => return None,
+        })
+    }
+
+    /// Dot product of row `r` with `x` (prepared as `input`), on the
+    /// encoded row.
+    pub(super) fn dot_row(&self, isa: Isa, r: usize, x: &[f32], input: &Input) -> f32 {
+        vecdot::dot_row(isa, self.kind, self.row(r), x, input)
     }
 }

@@ -7,6 +7,7 @@ use super::*;
 
 mod by_hand;
 mod gguf_py;
+mod isa;
 mod random_rows;
 
 fn f16(v: f32) -> [u8; 2] {
@@ -71,9 +72,14 @@ fn noise(n: usize, seed: u64) -> Vec<f32> {
     (0..n).map(|_| rng.next_f32() * 2.0 - 1.0).collect()
 }
 
+/// Dequantized weights times the inputs as the kernels quantize them, in f64.
 fn reference(t: &QTensor, xs: &[f32], n: usize) -> Vec<f64> {
     let w = t.dequantize();
     let (rows, cols) = (t.rows(), t.cols());
+    let xs: Vec<f32> = xs
+        .chunks_exact(cols)
+        .flat_map(|x| t.prepare(x).effective(x))
+        .collect();
     let mut out = vec![0f64; n * rows];
     for i in 0..n {
         for r in 0..rows {
@@ -85,11 +91,13 @@ fn reference(t: &QTensor, xs: &[f32], n: usize) -> Vec<f64> {
     out
 }
 
+/// Within 1e-3 of the largest value: the formats with a minimum take
+/// d·Σq of each input block rounded to f16 (ggml's Q8_1), ~5e-4 relative.
 fn close(got: &[f32], want: &[f64]) {
     let scale = want.iter().fold(1e-3f64, |a, v| a.max(v.abs()));
     for (g, w) in got.iter().zip(want) {
         assert!(
-            (f64::from(*g) - w).abs() <= 1e-4 * scale.max(w.abs()),
+            (f64::from(*g) - w).abs() <= 1e-3 * scale.max(w.abs()),
             "{g} vs {w}"
         );
     }

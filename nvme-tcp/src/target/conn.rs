@@ -531,10 +531,8 @@ impl Conn {
                 "LAST_PDU does not mark the end of the data",
             ));
         }
-        if done {
-            if let Some(t) = self.transfers.remove(&ttag) {
-                return self.execute(t.sqe, Payload::Out(t.buf));
-            }
+        if done && let Some(t) = self.transfers.remove(&ttag) {
+            return self.execute(t.sqe, Payload::Out(t.buf));
         }
         Ok(())
     }
@@ -802,10 +800,10 @@ impl Conn {
             Some(Box::new(move |res: &mut IoResult| {
                 let ok = res.cqe.status().is_success();
                 // A failed open frees the id; a successful close too.
-                if (opened && !ok) || (closing && ok) {
-                    if let Ok(mut o) = shared.owners.lock() {
-                        o.release(&host, seq);
-                    }
+                if ((opened && !ok) || (closing && ok))
+                    && let Ok(mut o) = shared.owners.lock()
+                {
+                    o.release(&host, seq);
                 }
             }))
         } else {

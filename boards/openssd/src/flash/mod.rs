@@ -407,12 +407,12 @@ impl<C: Nsc, M: DmaMemory> Nand for FlashArray<C, M> {
         let Some(f) = self.done.front() else {
             return Err(nb::Error::WouldBlock);
         };
-        if let Ok((_, data)) = f {
-            if out.len() < data.len() {
-                return Err(nb::Error::Other(FlashError::BufferTooSmall {
-                    needed: data.len(),
-                }));
-            }
+        if let Ok((_, data)) = f
+            && out.len() < data.len()
+        {
+            return Err(nb::Error::Other(FlashError::BufferTooSmall {
+                needed: data.len(),
+            }));
         }
         match self.done.pop_front() {
             Some(Ok((done, data))) => {

@@ -25,7 +25,7 @@ pub const REPORT: usize = COMPLETION + 64;
 pub const SLOT: usize = (REPORT + 64).next_multiple_of(4096);
 
 // The report word ends inside the slot, and slots keep 4 KiB alignment.
-const _: () = assert!(REPORT + 4 <= SLOT && SLOT % 4096 == 0);
+const _: () = assert!(REPORT + 4 <= SLOT && SLOT.is_multiple_of(4096));
 
 /// Bytes of DMA window `dies` dies need.
 pub const fn window_bytes(dies: usize) -> usize {

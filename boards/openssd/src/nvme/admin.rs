@@ -141,7 +141,7 @@ fn check_new(layout: &HostLayout, sqe: &Sqe, qsize: u32) -> Result<u8, Status> {
         return Err(INVALID_QUEUE_SIZE);
     }
     let contiguous = sqe.cdw11 & 1 == 1;
-    if !contiguous || sqe.prp1 % 4096 != 0 || !layout.host_addr_ok(sqe.prp1) {
+    if !contiguous || !sqe.prp1.is_multiple_of(4096) || !layout.host_addr_ok(sqe.prp1) {
         return Err(Status::INVALID_FIELD);
     }
     Ok(qsize as u8)

@@ -395,41 +395,41 @@ impl NandTimer {
         let d = &mut self.dies[i];
         // A page that has crossed frees its register first, so a page
         // landing at the same time finds it free.
-        if let Some(p) = d.port {
-            if p.crossing_until == Some(t) {
-                d.port = None;
-                if let Some(t_prog) = p.then_prog {
-                    d.array = Array::Busy {
-                        until: t + t_prog,
-                        page: None,
-                    };
+        if let Some(p) = d.port
+            && p.crossing_until == Some(t)
+        {
+            d.port = None;
+            if let Some(t_prog) = p.then_prog {
+                d.array = Array::Busy {
+                    until: t + t_prog,
+                    page: None,
+                };
+            }
+        }
+        if let Array::Busy { until, page } = d.array
+            && until == t
+        {
+            d.array = Array::Idle;
+            if let Some(page) = page {
+                // The controller uses cache read where it pays: a read
+                // of the die waits, and the page could not be out of
+                // the data register within tRCBSY.
+                let quick = bus_idle && page.bus <= page.t_move;
+                if d.port.is_none() && !(cache && d.read_waits(t) && !quick) {
+                    // Nothing to overlap: read out of the data register.
+                    d.port = Some(Port::read(page, t, true));
+                } else {
+                    // Cache read: into the cache register once it is
+                    // free (31h, or 3Fh for the last page).
+                    d.data = Some((page, None));
                 }
             }
         }
-        if let Array::Busy { until, page } = d.array {
-            if until == t {
-                d.array = Array::Idle;
-                if let Some(page) = page {
-                    // The controller uses cache read where it pays: a read
-                    // of the die waits, and the page could not be out of
-                    // the data register within tRCBSY.
-                    let quick = bus_idle && page.bus <= page.t_move;
-                    if d.port.is_none() && !(cache && d.read_waits(t) && !quick) {
-                        // Nothing to overlap: read out of the data register.
-                        d.port = Some(Port::read(page, t, true));
-                    } else {
-                        // Cache read: into the cache register once it is
-                        // free (31h, or 3Fh for the last page).
-                        d.data = Some((page, None));
-                    }
-                }
-            }
-        }
-        if let Some((page, Some(end))) = d.data {
-            if end == t {
-                d.data = None;
-                d.port = Some(Port::read(page, t, false));
-            }
+        if let Some((page, Some(end))) = d.data
+            && end == t
+        {
+            d.data = None;
+            d.port = Some(Port::read(page, t, false));
         }
     }
 

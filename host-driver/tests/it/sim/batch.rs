@@ -10,7 +10,7 @@ use board_sim::SimConfig;
 const SEQS: usize = 8;
 
 fn method(i: usize, p: &Problem) -> Method {
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         Method::Dense
     } else {
         p.sparf_eighth()

@@ -1,0 +1,156 @@
+//! The kernels' worker threads: started once, each waiting for one job at
+//! a time. A decode step runs a few hundred small matvecs (tens of
+//! microseconds each), so a worker first spins on its slot for a while
+//! before it parks: waking a parked thread through the kernel costs about
+//! as much as a small matvec (measured with rayon's sleeping workers:
+//! decode on two threads ran slower than on one). Jobs own what they use
+//! (`Arc`s), so this is safe code; a caller that finds the pool busy
+//! (another thread's matvec) runs its parts itself, with the same result.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+/// A part of the work: writes its results into the (cleared) buffer it is
+/// given, which the worker keeps from job to job so a large result does
+/// not cost a fresh allocation (and its page faults) every time.
+pub(super) type Job = Box<dyn FnOnce(&mut Vec<f32>) + Send>;
+
+/// How long an idle worker spins before it parks.
+const SPIN: Duration = Duration::from_micros(300);
+
+const IDLE: u8 = 0;
+const READY: u8 = 1;
+const DONE: u8 = 2;
+
+struct Slot {
+    state: AtomicU8,
+    job: Mutex<Option<Job>>,
+    /// The job's result buffer.
+    result: Mutex<Vec<f32>>,
+    /// Whether the last job finished (did not panic).
+    ok: std::sync::atomic::AtomicBool,
+}
+
+struct Worker {
+    slot: Arc<Slot>,
+    thread: Thread,
+}
+
+/// The pool: `default_threads() − 1` workers (the caller is the other).
+pub(super) struct Pool {
+    workers: Mutex<Vec<Worker>>,
+}
+
+impl Pool {
+    /// The process's pool.
+    pub(super) fn get() -> &'static Pool {
+        static POOL: OnceLock<Pool> = OnceLock::new();
+        POOL.get_or_init(|| {
+            let n = super::parallel::default_threads().saturating_sub(1);
+            let workers = (0..n).filter_map(|i| spawn(i).ok()).collect();
+            Pool {
+                workers: Mutex::new(workers),
+            }
+        })
+    }
+
+    /// Runs `local` here and `jobs` on the workers (or here, when the pool
+    /// is busy or has too few workers), then hands job i's results to
+    /// `sink(i, ..)`, in order.
+    pub(super) fn run(
+        &self,
+        local: impl FnOnce(),
+        jobs: Vec<Job>,
+        mut sink: impl FnMut(usize, &[f32]),
+    ) {
+        let Ok(workers) = self.workers.try_lock() else {
+            return inline(local, jobs, sink);
+        };
+        if workers.len() < jobs.len() {
+            return inline(local, jobs, sink);
+        }
+        let n = jobs.len();
+        for (w, job) in workers.iter().zip(jobs) {
+            *lock(&w.slot.job) = Some(job);
+            w.slot.state.store(READY, Ordering::Release);
+            w.thread.unpark();
+        }
+        local();
+        for (i, w) in workers.iter().take(n).enumerate() {
+            let start = Instant::now();
+            let mut spins = 0u32;
+            while w.slot.state.load(Ordering::Acquire) != DONE {
+                spins = spins.wrapping_add(1);
+                // The clock is read once per 64 spins.
+                if !spins.is_multiple_of(64) || start.elapsed() < SPIN {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+            w.slot.state.store(IDLE, Ordering::Relaxed);
+            if !w.slot.ok.load(Ordering::Relaxed) {
+                panic!("a kernel worker's job panicked");
+            }
+            sink(i, &lock(&w.slot.result));
+        }
+    }
+}
+
+fn inline(local: impl FnOnce(), jobs: Vec<Job>, mut sink: impl FnMut(usize, &[f32])) {
+    local();
+    let mut buf = Vec::new();
+    for (i, j) in jobs.into_iter().enumerate() {
+        buf.clear();
+        j(&mut buf);
+        sink(i, &buf);
+    }
+}
+
+/// A poisoned lock only means a job panicked; its data is still sound.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn spawn(i: usize) -> std::io::Result<Worker> {
+    let slot = Arc::new(Slot {
+        state: AtomicU8::new(IDLE),
+        job: Mutex::new(None),
+        result: Mutex::new(Vec::new()),
+        ok: std::sync::atomic::AtomicBool::new(false),
+    });
+    let mine = Arc::clone(&slot);
+    let handle = std::thread::Builder::new()
+        .name(format!("kernel-{i}"))
+        .spawn(move || work(&mine))?;
+    Ok(Worker {
+        slot,
+        thread: handle.thread().clone(),
+    })
+}
+
+fn work(slot: &Slot) {
+    loop {
+        let start = Instant::now();
+        let mut spins = 0u32;
+        while slot.state.load(Ordering::Acquire) != READY {
+            spins = spins.wrapping_add(1);
+            if !spins.is_multiple_of(64) || start.elapsed() < SPIN {
+                std::hint::spin_loop();
+            } else {
+                std::thread::park_timeout(Duration::from_millis(50));
+            }
+        }
+        let job = lock(&slot.job).take();
+        let ok = {
+            let mut buf = lock(&slot.result);
+            buf.clear();
+            job.is_some_and(|j| catch_unwind(AssertUnwindSafe(|| j(&mut buf))).is_ok())
+        };
+        slot.ok.store(ok, Ordering::Relaxed);
+        slot.state.store(DONE, Ordering::Release);
+    }
+}

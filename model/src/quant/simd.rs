@@ -1,0 +1,957 @@
+//! The crate's one module with `unsafe`: the inner loops of the kernels in
+//! AVX2, AVX-512 VNNI (256-bit, with AVX-512VL) and NEON, chosen at run
+//! time, beside a scalar version of each.
+//!
+//! Every kernel here computes **integers** (dot products of small unsigned
+//! or signed weight quants with i8 activation quants) or an f32 dot product
+//! in a fixed lane order with a multiply then an add (never a fused
+//! multiply-add), so each SIMD path gives exactly the scalar path's bits;
+//! the tests check that on every instruction set this machine has. The
+//! float arithmetic that combines the integer sums with the block scales is
+//! safe code shared by all paths (`vecdot`).
+//!
+//! Each `unsafe` block only loads from slices whose length was checked (by
+//! slicing) just before, and calls functions compiled for features that
+//! [`Isa::available`] detected at run time.
+
+use std::sync::OnceLock;
+
+use super::float::f16_at;
+use super::q5_0::unpack5;
+
+/// An instruction set the kernels can run on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Isa {
+    /// Portable Rust; the definition the others are tested against.
+    Scalar,
+    /// x86-64 AVX2 (`vpmaddubsw`/`vpmaddwd`), with F16C.
+    Avx2,
+    /// x86-64 AVX-512 VNNI on 256-bit vectors (`vpdpbusd`), with AVX2.
+    Avx512Vnni,
+    /// aarch64 Advanced SIMD (`smull`/`sadalp`).
+    Neon,
+}
+
+impl Isa {
+    /// The instruction sets this CPU runs, scalar first, best last.
+    pub fn available() -> Vec<Isa> {
+        let mut v = vec![Isa::Scalar];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("f16c")
+            {
+                v.push(Isa::Avx2);
+                if std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512vl")
+                    && std::arch::is_x86_feature_detected!("avx512vnni")
+                {
+                    v.push(Isa::Avx512Vnni);
+                }
+            }
+        }
+        #[cfg(target_arch = "aarch64")]
+        {
+            if std::arch::is_aarch64_feature_detected!("neon") {
+                v.push(Isa::Neon);
+            }
+        }
+        v
+    }
+
+    /// The set the kernels use: the best available, or the one named by
+    /// `INSTINFER_ISA` (`scalar`, `avx2`, `avx512vnni`, `neon`) when this
+    /// CPU has it (for A/B runs); an unknown or missing one is reported
+    /// once on stderr and the best is used.
+    pub fn active() -> Isa {
+        static ACTIVE: OnceLock<Isa> = OnceLock::new();
+        *ACTIVE.get_or_init(|| {
+            let here = Isa::available();
+            let best = *here.last().unwrap_or(&Isa::Scalar);
+            match std::env::var("INSTINFER_ISA") {
+                Ok(name) => match here.iter().find(|i| i.name() == name) {
+                    Some(i) => *i,
+                    None => {
+                        eprintln!(
+                            "INSTINFER_ISA={name}: not one of {:?} on this CPU; using {}",
+                            here.iter().map(|i| i.name()).collect::<Vec<_>>(),
+                            best.name()
+                        );
+                        best
+                    }
+                },
+                Err(_) => best,
+            }
+        })
+    }
+
+    /// Lower-case name (as `INSTINFER_ISA` takes it).
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Scalar => "scalar",
+            Isa::Avx2 => "avx2",
+            Isa::Avx512Vnni => "avx512vnni",
+            Isa::Neon => "neon",
+        }
+    }
+}
+
+/// Where the blocks of a row sit: block b's quants start at
+/// `b·stride + head` of the row's bytes.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Blocks<'a> {
+    pub bytes: &'a [u8],
+    pub stride: usize,
+    pub head: usize,
+}
+
+impl<'a> Blocks<'a> {
+    fn at(&self, b: usize, len: usize) -> &'a [u8] {
+        &self.bytes[b * self.stride + self.head..][..len]
+    }
+}
+
+/// Which weight quants a block of 32 holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Quants32 {
+    /// 16 bytes of nibbles: element j low nibble of byte j, element j + 16
+    /// the high nibble (Q4_0, Q4_1); q in 0..16.
+    U4,
+    /// A little-endian u32 of fifth bits then the U4 nibbles (Q5_0,
+    /// Q5_1); q in 0..32.
+    U5,
+    /// 32 signed bytes (Q8_0).
+    I8,
+}
+
+/// `out[b] = Σ_j q_bj · x[32b + j]` over the blocks of a row (exact).
+pub(super) fn dot_blocks32(isa: Isa, kind: Quants32, w: Blocks<'_>, x: &[i8], out: &mut [i32]) {
+    let x = &x[..32 * out.len()];
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => {
+            // SAFETY: `available` found AVX2; `x` was cut to 32 bytes per
+            // output and `w.at` checks each block's bounds.
+            unsafe { x86::blocks32_avx2(kind, w, x, out) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512Vnni => {
+            // SAFETY: `available` found AVX2 and AVX-512 F/VL/VNNI; lengths
+            // as above.
+            unsafe { x86::blocks32_vnni(kind, w, x, out) }
+        }
+        #[cfg(target_arch = "aarch64")]
+        Isa::Neon => {
+            for (b, (o, xb)) in out.iter_mut().zip(x.chunks_exact(32)).enumerate() {
+                *o = match kind {
+                    // SAFETY: NEON is present (`available`); 16 and 32 bytes.
+                    Quants32::U4 => unsafe { neon::u4(w.at(b, 16), xb) },
+                    // SAFETY: as above, 32 and 32 bytes.
+                    Quants32::I8 => unsafe { neon::i8(w.at(b, 32), xb) },
+                    Quants32::U5 => {
+                        let q = unpack5(w.at(b, kind.len()));
+                        // SAFETY: as above, 32 and 32 bytes.
+                        unsafe { neon::u8(&q, xb) }
+                    }
+                };
+            }
+        }
+        _ => {
+            for (b, (o, xb)) in out.iter_mut().zip(x.chunks_exact(32)).enumerate() {
+                *o = match kind {
+                    Quants32::U4 => {
+                        let q = w.at(b, 16);
+                        (0..16)
+                            .map(|j| {
+                                i32::from(q[j] & 0xF) * i32::from(xb[j])
+                                    + i32::from(q[j] >> 4) * i32::from(xb[j + 16])
+                            })
+                            .sum()
+                    }
+                    Quants32::U5 => {
+                        let q = unpack5(w.at(b, kind.len()));
+                        q.iter()
+                            .zip(xb)
+                            .map(|(a, v)| i32::from(*a) * i32::from(*v))
+                            .sum()
+                    }
+                    Quants32::I8 => w
+                        .at(b, 32)
+                        .iter()
+                        .zip(xb)
+                        .map(|(a, v)| i32::from(*a as i8) * i32::from(*v))
+                        .sum(),
+                };
+            }
+        }
+    }
+}
+
+/// A row of a 32-element format: its blocks, their quants, the offset
+/// subtracted from the quants (8 for Q4_0, 16 for Q5_0) and whether each
+/// block has an f16 minimum after its f16 scale.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Row32<'a> {
+    pub w: Blocks<'a>,
+    pub kind: Quants32,
+    pub offset: i32,
+    pub min: bool,
+}
+
+/// An input quantized in blocks of 32 (`act::Q8Blocks`): quants, scales,
+/// Σq and the f16-rounded d·Σq.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Act32<'a> {
+    pub q: &'a [i8],
+    pub d: &'a [f32],
+    pub sum: &'a [i32],
+    pub s: &'a [f32],
+}
+
+impl Quants32 {
+    /// Bytes of a block's quants.
+    fn len(self) -> usize {
+        match self {
+            Quants32::U4 => 16,
+            Quants32::U5 => 20,
+            Quants32::I8 => 32,
+        }
+    }
+}
+
+/// The dot product of the first `nb` blocks of `r` with `x`. Block b adds
+/// (d·dx)·(Σq·qx − offset·Σqx) and then, with a minimum, m·s into lane
+/// b mod 8 of eight f32 accumulators, summed pairwise at the end.
+pub(super) fn dot_row32(isa: Isa, r: Row32<'_>, x: Act32<'_>, nb: usize) -> f32 {
+    let mut acc = [0f32; 8];
+    let done = match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 | Isa::Avx512Vnni => {
+            let (q, d, sum, s) = (&x.q[..32 * nb], &x.d[..nb], &x.sum[..nb], &x.s[..nb]);
+            let x = Act32 { q, d, sum, s };
+            let bytes = &r.w.bytes[..nb * r.w.stride];
+            let r = Row32 {
+                w: Blocks { bytes, ..r.w },
+                ..r
+            };
+            if isa == Isa::Avx512Vnni {
+                // SAFETY: AVX2, F16C and AVX-512 F/VL/VNNI detected; the
+                // row and the input were cut to `nb` blocks above.
+                unsafe { x86::row32_vnni(r, x, &mut acc) }
+            } else {
+                // SAFETY: AVX2 and F16C detected; lengths as above.
+                unsafe { x86::row32_avx2(r, x, &mut acc) }
+            }
+        }
+        _ => 0,
+    };
+    let mut one = [0i32];
+    for b in done..nb {
+        let w = Blocks {
+            bytes: &r.w.bytes[b * r.w.stride..(b + 1) * r.w.stride],
+            ..r.w
+        };
+        dot_blocks32(isa, r.kind, w, &x.q[32 * b..32 * (b + 1)], &mut one);
+        let head = &r.w.bytes[b * r.w.stride..][..4];
+        let lane = &mut acc[b % 8];
+        *lane += (f16_at(head[0], head[1]) * x.d[b]) * (one[0] - r.offset * x.sum[b]) as f32;
+        if r.min {
+            *lane += f16_at(head[2], head[3]) * x.s[b];
+        }
+    }
+    lane_sum(&acc)
+}
+
+/// The eight lanes summed pairwise.
+fn lane_sum(acc: &[f32; 8]) -> f32 {
+    ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
+}
+
+/// `out[i] = dot_row32(row i)` for consecutive rows of `row_bytes` bytes
+/// in `r.w.bytes` (one call for many rows: the per-row dispatch is paid
+/// once).
+pub(super) fn dot_rows32(
+    isa: Isa,
+    r: Row32<'_>,
+    row_bytes: usize,
+    x: Act32<'_>,
+    nb: usize,
+    out: &mut [f32],
+) {
+    let bytes = &r.w.bytes[..row_bytes * out.len()];
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 | Isa::Avx512Vnni => {
+            let (q, d, sum, s) = (&x.q[..32 * nb], &x.d[..nb], &x.sum[..nb], &x.s[..nb]);
+            let x = Act32 { q, d, sum, s };
+            let r = Row32 {
+                w: Blocks { bytes, ..r.w },
+                ..r
+            };
+            if isa == Isa::Avx512Vnni {
+                // SAFETY: AVX2, F16C and AVX-512 F/VL/VNNI detected; `bytes`
+                // holds every row, the input `nb` blocks, and each row
+                // `row_bytes` ≥ `nb` blocks (the caller's rows).
+                unsafe { x86::rows32_vnni(r, row_bytes, x, out) }
+            } else {
+                // SAFETY: AVX2 and F16C detected; lengths as above.
+                unsafe { x86::rows32_avx2(r, row_bytes, x, out) }
+            }
+        }
+        _ => {
+            for (i, o) in out.iter_mut().enumerate() {
+                let w = Blocks {
+                    bytes: &bytes[i * row_bytes..(i + 1) * row_bytes],
+                    ..r.w
+                };
+                *o = dot_row32(isa, Row32 { w, ..r }, x, nb);
+            }
+        }
+    }
+}
+
+/// `out[g] = Σ_j q[16g + j] · x[16g + j]` (exact), for unsigned quants
+/// below 64 (the unpacked K-quants).
+pub(super) fn dot_groups16(isa: Isa, q: &[u8], x: &[i8], out: &mut [i32]) {
+    let n = 16 * out.len();
+    let (q, x) = (&q[..n], &x[..n]);
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 | Isa::Avx512Vnni => {
+            let even = out.len() / 2 * 2;
+            let (pairs, last) = out.split_at_mut(even);
+            let (qp, xp) = (&q[..16 * even], &x[..16 * even]);
+            if isa == Isa::Avx512Vnni {
+                // SAFETY: AVX2 and AVX-512 F/VL/VNNI detected; `qp`, `xp`
+                // hold 16 bytes per entry of `pairs`.
+                unsafe { x86::groups16_vnni(qp, xp, pairs) }
+            } else {
+                // SAFETY: AVX2 detected; lengths as above.
+                unsafe { x86::groups16_avx2(qp, xp, pairs) }
+            }
+            if let Some(o) = last.first_mut() {
+                *o = scalar_u8(&q[16 * even..], &x[16 * even..]);
+            }
+        }
+        #[cfg(target_arch = "aarch64")]
+        Isa::Neon => {
+            for ((o, qc), xc) in out.iter_mut().zip(q.chunks(16)).zip(x.chunks(16)) {
+                // SAFETY: NEON present; 16 bytes each.
+                *o = unsafe { neon::u8_16(qc, xc) };
+            }
+        }
+        _ => {
+            for ((o, qc), xc) in out.iter_mut().zip(q.chunks(16)).zip(x.chunks(16)) {
+                *o = scalar_u8(qc, xc);
+            }
+        }
+    }
+}
+
+fn scalar_u8(q: &[u8], x: &[i8]) -> i32 {
+    q.iter()
+        .zip(x)
+        .map(|(a, v)| i32::from(*a) * i32::from(*v))
+        .sum()
+}
+
+/// Lanes of the f32 dot product.
+pub(super) const F32_LANES: usize = 16;
+
+/// `Σ a·b`: lane i of 16 accumulates the products of elements ≡ i (mod
+/// 16) (a multiply, then an add), the lanes are summed in order, then the
+/// tail's products in order.
+pub(super) fn dot_f32(isa: Isa, a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len().min(b.len());
+    let whole = n / F32_LANES * F32_LANES;
+    let lanes: [f32; F32_LANES] = match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 | Isa::Avx512Vnni => {
+            // SAFETY: AVX2 detected; both slices hold `whole` elements.
+            unsafe { x86::f32_lanes(&a[..whole], &b[..whole]) }
+        }
+        #[cfg(target_arch = "aarch64")]
+        Isa::Neon => {
+            // SAFETY: NEON present; both slices hold `whole` elements.
+            unsafe { neon::f32_lanes(&a[..whole], &b[..whole]) }
+        }
+        _ => {
+            let mut acc = [0f32; F32_LANES];
+            for (ca, cb) in a[..whole]
+                .chunks_exact(F32_LANES)
+                .zip(b[..whole].chunks_exact(F32_LANES))
+            {
+                for i in 0..F32_LANES {
+                    acc[i] += ca[i] * cb[i];
+                }
+            }
+            acc
+        }
+    };
+    let tail: f32 = a[whole..n]
+        .iter()
+        .zip(&b[whole..n])
+        .map(|(x, y)| x * y)
+        .sum();
+    lanes.iter().sum::<f32>() + tail
+}
+
+/// `out[i] += p · x[i]` (a multiply, then an add, per element: the same
+/// bits on every path).
+pub(super) fn axpy(isa: Isa, p: f32, x: &[f32], out: &mut [f32]) {
+    let n = x.len().min(out.len());
+    let (x, out) = (&x[..n], &mut out[..n]);
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 | Isa::Avx512Vnni => {
+            // SAFETY: AVX2 detected; both slices hold `n` elements.
+            unsafe { x86::axpy(p, x, out) }
+        }
+        _ => {
+            for (o, v) in out.iter_mut().zip(x) {
+                *o += p * v;
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    //! The bodies are `#[inline(always)]` and generic over VNNI, inlined
+    //! into the two entry points compiled for AVX2 and for AVX2 + AVX-512
+    //! VNNI, so no call is left in a loop.
+
+    use std::arch::x86_64::*;
+
+    use super::{Act32, Blocks, Quants32, Row32};
+
+    /// Sum of the 8 lanes.
+    #[inline(always)]
+    fn hsum(s: __m256i) -> i32 {
+        // SAFETY: only inlined into the AVX2 entry points below.
+        unsafe {
+            let a = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s));
+            let b = _mm_add_epi32(a, _mm_shuffle_epi32::<0b01_00_11_10>(a));
+            let c = _mm_add_epi32(b, _mm_shuffle_epi32::<0b10_11_00_01>(b));
+            _mm_cvtsi128_si32(c)
+        }
+    }
+
+    /// u8 × i8 products summed in fours into 8 × i32 (every u below 64, or
+    /// below 129 with |x| ≤ 127, so `vpmaddubsw` never saturates).
+    #[inline(always)]
+    fn dot<const VNNI: bool>(u: __m256i, x: __m256i) -> __m256i {
+        if VNNI {
+            // SAFETY: `VNNI` is true only in `blocks32_vnni`/`groups16_vnni`,
+            // compiled with AVX-512 VL + VNNI, which the caller detected.
+            unsafe { _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, x) }
+        } else {
+            // SAFETY: only inlined into the AVX2 entry points below.
+            unsafe { _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1)) }
+        }
+    }
+
+    /// 16 bytes of nibbles as 32 bytes: low nibbles, then high.
+    #[inline(always)]
+    fn nibbles(qs: &[u8]) -> __m256i {
+        let qs = &qs[..16];
+        // SAFETY: `qs` holds 16 bytes; only inlined into AVX2 code.
+        unsafe {
+            let v = _mm_loadu_si128(qs.as_ptr().cast());
+            let both = _mm256_set_m128i(_mm_srli_epi16::<4>(v), v);
+            _mm256_and_si256(both, _mm256_set1_epi8(0x0F))
+        }
+    }
+
+    /// The 32 quants of a block as bytes.
+    #[inline(always)]
+    fn quants(kind: Quants32, b: &[u8]) -> __m256i {
+        match kind {
+            Quants32::U4 => nibbles(b),
+            Quants32::U5 => {
+                let qh = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i32;
+                // SAFETY: register operations only; inlined into AVX2 code.
+                unsafe {
+                    // Byte i gets qh's byte i / 8, then its bit i % 8.
+                    let spread = _mm256_shuffle_epi8(
+                        _mm256_set1_epi32(qh),
+                        _mm256_set_epi64x(
+                            0x0303_0303_0303_0303,
+                            0x0202_0202_0202_0202,
+                            0x0101_0101_0101_0101,
+                            0,
+                        ),
+                    );
+                    let bit = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
+                    let set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+                    _mm256_or_si256(
+                        nibbles(&b[4..]),
+                        _mm256_and_si256(set, _mm256_set1_epi8(16)),
+                    )
+                }
+            }
+            Quants32::I8 => {
+                let b = &b[..32];
+                // SAFETY: `b` holds 32 bytes; inlined into AVX2 code.
+                unsafe { _mm256_loadu_si256(b.as_ptr().cast()) }
+            }
+        }
+    }
+
+    /// `quants` from a pointer to the block's quants.
+    ///
+    /// # Safety
+    /// `p` points at `kind.len()` readable bytes; AVX2 code only.
+    #[inline(always)]
+    unsafe fn quants_at(kind: Quants32, p: *const u8) -> __m256i {
+        // SAFETY: as documented.
+        unsafe {
+            match kind {
+                Quants32::U4 => {
+                    let v = _mm_loadu_si128(p.cast());
+                    let both = _mm256_set_m128i(_mm_srli_epi16::<4>(v), v);
+                    _mm256_and_si256(both, _mm256_set1_epi8(0x0F))
+                }
+                Quants32::U5 => quants(kind, std::slice::from_raw_parts(p, 20)),
+                Quants32::I8 => _mm256_loadu_si256(p.cast()),
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn blocks32<const VNNI: bool>(kind: Quants32, w: Blocks<'_>, x: &[i8], out: &mut [i32]) {
+        let len = match kind {
+            Quants32::U4 => 16,
+            Quants32::U5 => 20,
+            Quants32::I8 => 32,
+        };
+        for (b, (o, xb)) in out.iter_mut().zip(x.chunks_exact(32)).enumerate() {
+            let q = quants(kind, w.at(b, len));
+            // SAFETY: `xb` holds 32 bytes; inlined into AVX2 code.
+            let s = unsafe {
+                let xv = _mm256_loadu_si256(xb.as_ptr().cast());
+                match kind {
+                    // Signed weights: |w| · (x with w's sign).
+                    Quants32::I8 => dot::<VNNI>(_mm256_sign_epi8(q, q), _mm256_sign_epi8(xv, q)),
+                    _ => dot::<VNNI>(q, xv),
+                }
+            };
+            *o = hsum(s);
+        }
+    }
+
+    /// `super::dot_blocks32` on AVX2.
+    ///
+    /// # Safety
+    /// AVX2 must be present; `x` holds 32 bytes per entry of `out` and `w`
+    /// that many blocks.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn blocks32_avx2(kind: Quants32, w: Blocks<'_>, x: &[i8], out: &mut [i32]) {
+        blocks32::<false>(kind, w, x, out);
+    }
+
+    /// `super::dot_blocks32` on AVX-512 VNNI.
+    ///
+    /// # Safety
+    /// AVX2, AVX-512F, VL and VNNI must be present; lengths as above.
+    #[target_feature(enable = "avx2,avx512f,avx512vl,avx512vnni")]
+    pub(super) unsafe fn blocks32_vnni(kind: Quants32, w: Blocks<'_>, x: &[i8], out: &mut [i32]) {
+        blocks32::<true>(kind, w, x, out);
+    }
+
+    /// Sums of each of eight 8-lane vectors, in order.
+    #[inline(always)]
+    fn reduce8(v: &[__m256i; 8]) -> __m256i {
+        // SAFETY: register operations only; inlined into AVX2 code.
+        unsafe {
+            let q = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+            let r = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+            _mm256_add_epi32(
+                _mm256_permute2x128_si256::<0x20>(q, r),
+                _mm256_permute2x128_si256::<0x31>(q, r),
+            )
+        }
+    }
+
+    /// The low (or, with `HIGH`, high) f16 of each of 8 dwords, as f32.
+    #[inline(always)]
+    fn halves<const HIGH: bool>(v: __m256i) -> __m256 {
+        // SAFETY: register operations only; inlined into AVX2 + F16C code.
+        unsafe {
+            let h = if HIGH {
+                _mm256_srli_epi32::<16>(v)
+            } else {
+                _mm256_and_si256(v, _mm256_set1_epi32(0xFFFF))
+            };
+            let packed = _mm256_permute4x64_epi64::<0b10_00>(_mm256_packus_epi32(h, h));
+            _mm256_cvtph_ps(_mm256_castsi256_si128(packed))
+        }
+    }
+
+    /// Kinds as a const parameter, so each is its own loop.
+    const U4: u8 = 0;
+    const U5: u8 = 1;
+    const I8: u8 = 2;
+
+    fn kind_of(k: u8) -> Quants32 {
+        match k {
+            U4 => Quants32::U4,
+            U5 => Quants32::U5,
+            _ => Quants32::I8,
+        }
+    }
+
+    /// Blocks `g..g + n` (n ≤ 8) of `super::dot_row32` added into `sum`'s
+    /// lanes `0..n` (the other lanes keep their bits).
+    #[inline(always)]
+    fn group<const VNNI: bool, const K: u8>(
+        r: Row32<'_>,
+        x: Act32<'_>,
+        g: usize,
+        n: usize,
+        sum: __m256,
+    ) -> __m256 {
+        let kind = kind_of(K);
+        let stride = r.w.stride;
+        // SAFETY: register operations and loads from slices whose lengths
+        // the slicing next to them checks; inlined into AVX2 + F16C code.
+        unsafe {
+            // The group's bytes, from its first block to the end of its
+            // last block's quants (each block's 4-byte head is inside).
+            let len = kind.len();
+            let wg = &r.w.bytes[g * stride..(g + n - 1) * stride + r.w.head + len];
+            let xg = &x.q[32 * g..32 * (g + n)];
+            // (A loop, not a closure: a closure would not inherit the
+            // caller's target features and the intrinsics would become
+            // calls.)
+            let mut v = [_mm256_setzero_si256(); 8];
+            for (i, vi) in v.iter_mut().enumerate().take(n) {
+                let q = quants_at(kind, wg.as_ptr().add(i * stride + r.w.head));
+                let xv = _mm256_loadu_si256(xg.as_ptr().add(32 * i).cast());
+                *vi = match kind {
+                    Quants32::I8 => dot::<VNNI>(_mm256_sign_epi8(q, q), _mm256_sign_epi8(xv, q)),
+                    _ => dot::<VNNI>(q, xv),
+                };
+            }
+            // Each block's first four bytes (f16 d, then f16 m) and the
+            // input's per-block values, in registers (no store to reload).
+            let head = |i: usize| -> i32 {
+                if i < n {
+                    std::ptr::read_unaligned(wg.as_ptr().add(i * stride).cast::<i32>())
+                } else {
+                    0
+                }
+            };
+            let h = _mm256_setr_epi32(
+                head(0),
+                head(1),
+                head(2),
+                head(3),
+                head(4),
+                head(5),
+                head(6),
+                head(7),
+            );
+            let (xd, xsum, xs) = if n == 8 {
+                (
+                    _mm256_loadu_ps(x.d[g..g + 8].as_ptr()),
+                    _mm256_loadu_si256(x.sum[g..g + 8].as_ptr().cast()),
+                    _mm256_loadu_ps(x.s[g..g + 8].as_ptr()),
+                )
+            } else {
+                let (mut d, mut sm, mut ss) = ([0f32; 8], [0i32; 8], [0f32; 8]);
+                d[..n].copy_from_slice(&x.d[g..g + n]);
+                sm[..n].copy_from_slice(&x.sum[g..g + n]);
+                ss[..n].copy_from_slice(&x.s[g..g + n]);
+                (
+                    _mm256_loadu_ps(d.as_ptr()),
+                    _mm256_loadu_si256(sm.as_ptr().cast()),
+                    _mm256_loadu_ps(ss.as_ptr()),
+                )
+            };
+            let isum = reduce8(&v);
+            let isum =
+                _mm256_sub_epi32(isum, _mm256_mullo_epi32(xsum, _mm256_set1_epi32(r.offset)));
+            let dd = _mm256_mul_ps(halves::<false>(h), xd);
+            let mut out = _mm256_add_ps(sum, _mm256_mul_ps(dd, _mm256_cvtepi32_ps(isum)));
+            if r.min {
+                let ms = _mm256_mul_ps(halves::<true>(h), xs);
+                out = _mm256_add_ps(out, ms);
+            }
+            if n < 8 {
+                let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+                let keep = _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(n as i32 - 1));
+                out = _mm256_blendv_ps(out, sum, _mm256_castsi256_ps(keep));
+            }
+            out
+        }
+    }
+
+    /// `super::dot_row32`'s lanes, every block.
+    #[inline(always)]
+    fn row32_k<const VNNI: bool, const K: u8>(r: Row32<'_>, x: Act32<'_>, acc: &mut [f32; 8]) {
+        let nb = x.d.len();
+        // SAFETY: `acc` holds 8 floats; inlined into AVX2 code.
+        let mut sum = unsafe { _mm256_loadu_ps(acc.as_ptr()) };
+        let n8 = nb / 8 * 8;
+        for g in (0..n8).step_by(8) {
+            sum = group::<VNNI, K>(r, x, g, 8, sum);
+        }
+        if n8 < nb {
+            sum = group::<VNNI, K>(r, x, n8, nb - n8, sum);
+        }
+        // SAFETY: as above.
+        unsafe { _mm256_storeu_ps(acc.as_mut_ptr(), sum) };
+    }
+
+    #[inline(always)]
+    fn row32<const VNNI: bool>(r: Row32<'_>, x: Act32<'_>, acc: &mut [f32; 8]) -> usize {
+        match r.kind {
+            Quants32::U4 => row32_k::<VNNI, U4>(r, x, acc),
+            Quants32::U5 => row32_k::<VNNI, U5>(r, x, acc),
+            Quants32::I8 => row32_k::<VNNI, I8>(r, x, acc),
+        }
+        x.d.len()
+    }
+
+    #[inline(always)]
+    fn rows32<const VNNI: bool>(r: Row32<'_>, row_bytes: usize, x: Act32<'_>, out: &mut [f32]) {
+        for (i, o) in out.iter_mut().enumerate() {
+            let w = Blocks {
+                bytes: &r.w.bytes[i * row_bytes..(i + 1) * row_bytes],
+                ..r.w
+            };
+            let mut acc = [0f32; 8];
+            row32::<VNNI>(Row32 { w, ..r }, x, &mut acc);
+            *o = super::lane_sum(&acc);
+        }
+    }
+
+    /// `super::dot_rows32` on AVX2.
+    ///
+    /// # Safety
+    /// AVX2 and F16C present; `r.w.bytes` holds `out.len()` rows of
+    /// `row_bytes`, each at least as many blocks as `x`.
+    #[target_feature(enable = "avx2,f16c")]
+    pub(super) unsafe fn rows32_avx2(
+        r: Row32<'_>,
+        row_bytes: usize,
+        x: Act32<'_>,
+        out: &mut [f32],
+    ) {
+        rows32::<false>(r, row_bytes, x, out);
+    }
+
+    /// `super::dot_rows32` on AVX-512 VNNI.
+    ///
+    /// # Safety
+    /// AVX2, F16C and AVX-512 F/VL/VNNI present; lengths as above.
+    #[target_feature(enable = "avx2,f16c,avx512f,avx512vl,avx512vnni")]
+    pub(super) unsafe fn rows32_vnni(
+        r: Row32<'_>,
+        row_bytes: usize,
+        x: Act32<'_>,
+        out: &mut [f32],
+    ) {
+        rows32::<true>(r, row_bytes, x, out);
+    }
+
+    /// `row32` on AVX2.
+    ///
+    /// # Safety
+    /// AVX2 and F16C present; `x` and `r` cut to the same number of blocks.
+    #[target_feature(enable = "avx2,f16c")]
+    pub(super) unsafe fn row32_avx2(r: Row32<'_>, x: Act32<'_>, acc: &mut [f32; 8]) -> usize {
+        row32::<false>(r, x, acc)
+    }
+
+    /// `row32` on AVX-512 VNNI.
+    ///
+    /// # Safety
+    /// AVX2, F16C and AVX-512 F/VL/VNNI present; lengths as above.
+    #[target_feature(enable = "avx2,f16c,avx512f,avx512vl,avx512vnni")]
+    pub(super) unsafe fn row32_vnni(r: Row32<'_>, x: Act32<'_>, acc: &mut [f32; 8]) -> usize {
+        row32::<true>(r, x, acc)
+    }
+
+    #[inline(always)]
+    fn groups16<const VNNI: bool>(q: &[u8], x: &[i8], out: &mut [i32]) {
+        for ((o, qc), xc) in out
+            .chunks_exact_mut(2)
+            .zip(q.chunks_exact(32))
+            .zip(x.chunks_exact(32))
+        {
+            // SAFETY: 32 bytes each; inlined into AVX2 code.
+            unsafe {
+                let qv = _mm256_loadu_si256(qc.as_ptr().cast());
+                let xv = _mm256_loadu_si256(xc.as_ptr().cast());
+                let s = dot::<VNNI>(qv, xv);
+                let h = _mm_hadd_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s));
+                let h = _mm_hadd_epi32(h, h);
+                o[0] = _mm_cvtsi128_si32(h);
+                o[1] = _mm_extract_epi32::<1>(h);
+            }
+        }
+    }
+
+    /// `super::dot_groups16` on AVX2 for an even number of groups.
+    ///
+    /// # Safety
+    /// AVX2 present; `q` and `x` hold 16 bytes per entry of `out`.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn groups16_avx2(q: &[u8], x: &[i8], out: &mut [i32]) {
+        groups16::<false>(q, x, out);
+    }
+
+    /// `super::dot_groups16` on AVX-512 VNNI for an even number of groups.
+    ///
+    /// # Safety
+    /// AVX2, AVX-512F, VL and VNNI present; lengths as above.
+    #[target_feature(enable = "avx2,avx512f,avx512vl,avx512vnni")]
+    pub(super) unsafe fn groups16_vnni(q: &[u8], x: &[i8], out: &mut [i32]) {
+        groups16::<true>(q, x, out);
+    }
+
+    /// `super::axpy` on AVX2.
+    ///
+    /// # Safety
+    /// AVX2 present; `x` and `out` have the same length.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn axpy(p: f32, x: &[f32], out: &mut [f32]) {
+        let pv = _mm256_set1_ps(p);
+        let whole = x.len() / 8 * 8;
+        for (xc, oc) in x[..whole]
+            .chunks_exact(8)
+            .zip(out[..whole].chunks_exact_mut(8))
+        {
+            // SAFETY: 8 floats each.
+            unsafe {
+                let v = _mm256_add_ps(
+                    _mm256_loadu_ps(oc.as_ptr()),
+                    _mm256_mul_ps(pv, _mm256_loadu_ps(xc.as_ptr())),
+                );
+                _mm256_storeu_ps(oc.as_mut_ptr(), v);
+            }
+        }
+        for (o, v) in out[whole..].iter_mut().zip(&x[whole..]) {
+            *o += p * v;
+        }
+    }
+
+    /// The 16 lane sums of `Σ a·b` (see `super::dot_f32`).
+    ///
+    /// # Safety
+    /// AVX2 present; `a` and `b` have the same length, a multiple of 16.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn f32_lanes(a: &[f32], b: &[f32]) -> [f32; 16] {
+        let (mut lo, mut hi) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        for (ca, cb) in a.chunks_exact(16).zip(b.chunks_exact(16)) {
+            // SAFETY: each chunk holds 16 floats.
+            let (a0, a1, b0, b1) = unsafe {
+                (
+                    _mm256_loadu_ps(ca.as_ptr()),
+                    _mm256_loadu_ps(ca[8..].as_ptr()),
+                    _mm256_loadu_ps(cb.as_ptr()),
+                    _mm256_loadu_ps(cb[8..].as_ptr()),
+                )
+            };
+            lo = _mm256_add_ps(lo, _mm256_mul_ps(a0, b0));
+            hi = _mm256_add_ps(hi, _mm256_mul_ps(a1, b1));
+        }
+        let mut out = [0f32; 16];
+        // SAFETY: `out` holds 16 floats.
+        unsafe {
+            _mm256_storeu_ps(out.as_mut_ptr(), lo);
+            _mm256_storeu_ps(out[8..].as_mut_ptr(), hi);
+        }
+        out
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+mod neon {
+    use std::arch::aarch64::*;
+
+    /// Σ of 16 u8·i8 (u < 128) products as i32 lanes.
+    #[target_feature(enable = "neon")]
+    fn dot16(u: uint8x16_t, x: int8x16_t) -> int32x4_t {
+        let s = vreinterpretq_s8_u8(u);
+        let p = vmull_s8(vget_low_s8(s), vget_low_s8(x));
+        let p = vmlal_high_s8(p, s, x);
+        vpaddlq_s16(p)
+    }
+
+    /// # Safety
+    /// NEON present; `q` 16 bytes, `x` 32 bytes.
+    #[target_feature(enable = "neon")]
+    pub(super) unsafe fn u4(q: &[u8], x: &[i8]) -> i32 {
+        // SAFETY: lengths as documented.
+        let (v, x0, x1) = unsafe {
+            (
+                vld1q_u8(q[..16].as_ptr()),
+                vld1q_s8(x[..16].as_ptr()),
+                vld1q_s8(x[16..32].as_ptr()),
+            )
+        };
+        let lo = vandq_u8(v, vdupq_n_u8(0x0F));
+        let hi = vshrq_n_u8::<4>(v);
+        vaddvq_s32(vaddq_s32(dot16(lo, x0), dot16(hi, x1)))
+    }
+
+    /// # Safety
+    /// NEON present; `q` and `x` 32 bytes, q below 128.
+    #[target_feature(enable = "neon")]
+    pub(super) unsafe fn u8(q: &[u8], x: &[i8]) -> i32 {
+        // SAFETY: lengths as documented.
+        unsafe { u8_16(&q[..16], &x[..16]) + u8_16(&q[16..32], &x[16..32]) }
+    }
+
+    /// # Safety
+    /// NEON present; `q` and `x` 16 bytes, q below 128.
+    #[target_feature(enable = "neon")]
+    pub(super) unsafe fn u8_16(q: &[u8], x: &[i8]) -> i32 {
+        // SAFETY: lengths as documented.
+        let (v, xv) = unsafe { (vld1q_u8(q[..16].as_ptr()), vld1q_s8(x[..16].as_ptr())) };
+        vaddvq_s32(dot16(v, xv))
+    }
+
+    /// # Safety
+    /// NEON present; `w` and `x` 32 bytes, |x| ≤ 127.
+    #[target_feature(enable = "neon")]
+    pub(super) unsafe fn i8(w: &[u8], x: &[i8]) -> i32 {
+        let mut acc = vdupq_n_s32(0);
+        for (wc, xc) in w[..32].chunks_exact(16).zip(x[..32].chunks_exact(16)) {
+            // SAFETY: 16 bytes each.
+            let (a, b) = unsafe { (vld1q_s8(wc.as_ptr().cast()), vld1q_s8(xc.as_ptr())) };
+            let p = vmull_s8(vget_low_s8(a), vget_low_s8(b));
+            let p = vmlal_high_s8(p, a, b);
+            acc = vpadalq_s16(acc, p);
+        }
+        vaddvq_s32(acc)
+    }
+
+    /// # Safety
+    /// NEON present; equal lengths, a multiple of 16.
+    #[target_feature(enable = "neon")]
+    pub(super) unsafe fn f32_lanes(a: &[f32], b: &[f32]) -> [f32; 16] {
+        let mut acc = [vdupq_n_f32(0.0); 4];
+        for (ca, cb) in a.chunks_exact(16).zip(b.chunks_exact(16)) {
+            for (i, s) in acc.iter_mut().enumerate() {
+                // SAFETY: each chunk holds 16 floats.
+                let (x, y) = unsafe {
+                    (
+                        vld1q_f32(ca[4 * i..].as_ptr()),
+                        vld1q_f32(cb[4 * i..].as_ptr()),
+                    )
+                };
+                *s = vaddq_f32(*s, vmulq_f32(x, y));
+            }
+        }
+        let mut out = [0f32; 16];
+        for (i, s) in acc.iter().enumerate() {
+            // SAFETY: `out` holds 16 floats.
+            unsafe { vst1q_f32(out[4 * i..].as_mut_ptr(), *s) };
+        }
+        out
+    }
+}

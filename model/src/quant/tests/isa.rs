@@ -1,0 +1,114 @@
+//! Every instruction set this CPU has gives the scalar path's bits: matvec
+//! and matmul of random encoded rows of every kind (scales drawn from any
+//! finite f16, quants from random bytes, so every quant value and sign
+//! occurs), and the f32 dot product at lengths around its lane width.
+
+use super::noise;
+use super::random_rows::{Floats, random_tensor};
+use crate::TensorKind;
+use crate::quant::Isa;
+use crate::quant::simd;
+
+#[test]
+fn every_isa_matches_scalar_bits() {
+    let isas = Isa::available();
+    assert_eq!(isas.first(), Some(&Isa::Scalar));
+    #[cfg(target_arch = "aarch64")]
+    assert!(isas.contains(&Isa::Neon), "NEON is part of aarch64");
+    let (rows, cols, n) = (19, 1024, 3);
+    for (k, kind) in TensorKind::ALL.into_iter().enumerate() {
+        for floats in [Floats::Unit, Floats::AnyFinite] {
+            let t = random_tensor(kind, rows, cols, 900 + k as u64, floats);
+            // Inputs with a wide range, so some blocks quantize to ±127.
+            let xs: Vec<f32> = noise(n * cols, 40 + k as u64)
+                .iter()
+                .enumerate()
+                .map(|(i, v)| v * (1 + i % 7) as f32)
+                .collect();
+            let mut want = vec![0f32; rows];
+            t.matvec_with(&xs[..cols], &mut want, 1, Isa::Scalar);
+            let mut want_mm = vec![0f32; n * rows];
+            t.matmul_with(&xs, n, &mut want_mm, 1, Isa::Scalar);
+            // matmul (K-quant rows unpacked once for all inputs) gives each
+            // input matvec's bits.
+            assert_eq!(
+                want_mm[..rows]
+                    .iter()
+                    .map(|f| f.to_bits())
+                    .collect::<Vec<_>>(),
+                want.iter().map(|f| f.to_bits()).collect::<Vec<_>>(),
+                "{kind} matmul vs matvec"
+            );
+            for isa in &isas[1..] {
+                let mut got = vec![0f32; rows];
+                t.matvec_with(&xs[..cols], &mut got, 2, *isa);
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&want), "{kind} matvec on {isa:?}");
+                let mut got_mm = vec![0f32; n * rows];
+                t.matmul_with(&xs, n, &mut got_mm, 2, *isa);
+                assert_eq!(bits(&got_mm), bits(&want_mm), "{kind} matmul on {isa:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn f32_dot_matches_scalar_bits_at_every_tail() {
+    for len in [0, 1, 15, 16, 17, 31, 64, 100, 257] {
+        let a = noise(len, 1 + len as u64);
+        let b = noise(len, 2 + len as u64);
+        let want = simd::dot_f32(Isa::Scalar, &a, &b);
+        for isa in Isa::available() {
+            assert_eq!(
+                simd::dot_f32(isa, &a, &b).to_bits(),
+                want.to_bits(),
+                "len {len} on {isa:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn extreme_quants_do_not_saturate() {
+    // Largest quants against ±127 inputs: a saturating pairwise add would
+    // lose the sum. Q8_0 weights of −128 included.
+    for (kind, fill) in [
+        (TensorKind::Q4_0, 0xFFu8),
+        (TensorKind::Q5_0, 0xFF),
+        (TensorKind::Q8_0, 0x80),
+        (TensorKind::Q8_0, 0x7F),
+        (TensorKind::Q6_K, 0xFF),
+    ] {
+        let mut data = vec![fill; kind.block_bytes() * (256 / kind.block_len())];
+        // Unit scales (f16 1.0 = 0x3C00) wherever a block keeps one.
+        let scale_at: &[usize] = match kind {
+            TensorKind::Q6_K => &[208],
+            _ => &[0],
+        };
+        for b in 0..256 / kind.block_len() {
+            for off in scale_at {
+                let at = b * kind.block_bytes() + off;
+                data[at..at + 2].copy_from_slice(&[0x00, 0x3C]);
+            }
+        }
+        let t = crate::QTensor::new(kind, 1, 256, data).expect("tensor");
+        let x: Vec<f32> = (0..256)
+            .map(|i| if i % 3 == 0 { -1.0 } else { 1.0 })
+            .collect();
+        let w = t.dequantize();
+        let want: f64 = w
+            .iter()
+            .zip(&x)
+            .map(|(a, b)| f64::from(*a) * f64::from(*b))
+            .sum();
+        for isa in Isa::available() {
+            let mut out = [0f32];
+            t.matvec_with(&x, &mut out, 1, isa);
+            assert!(
+                (f64::from(out[0]) - want).abs() <= 1e-3 * want.abs().max(1.0),
+                "{kind} fill {fill:#x} on {isa:?}: {} vs {want}",
+                out[0]
+            );
+        }
+    }
+}

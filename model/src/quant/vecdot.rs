@@ -1,0 +1,163 @@
+//! One encoded row · one prepared input, for every kind: the integer sums
+//! per block come from [`super::simd`] (any instruction set, same
+//! integers), and this file combines them with the block scales in f32 in
+//! one fixed order, so the result has the same bits on every path.
+
+use super::act::{Input, Q8Blocks};
+use super::float;
+use super::kquant;
+use super::q2_k::Q2K;
+use super::q3_k::Q3K;
+use super::q4_k::Q4K;
+use super::q5_k::Q5K;
+use super::q6_k::Q6K;
+use super::simd::{Act32, Blocks, Isa, Quants32, Row32, dot_f32, dot_row32, dot_rows32};
+use crate::TensorKind;
+
+/// Eight f32 accumulators: block b adds into lane b mod 8; the lanes are
+/// summed pairwise at the end. (The order every path follows.)
+pub(super) struct Lanes([f32; 8]);
+
+impl Lanes {
+    pub(super) fn new() -> Self {
+        Self([0.0; 8])
+    }
+
+    pub(super) fn add(&mut self, b: usize, v: f32) {
+        self.0[b % 8] += v;
+    }
+
+    pub(super) fn sub(&mut self, b: usize, v: f32) {
+        self.0[b % 8] -= v;
+    }
+
+    pub(super) fn sum(&self) -> f32 {
+        let a = &self.0;
+        ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))
+    }
+}
+
+/// How a 32-element format turns Σq·x into its value.
+#[derive(Clone, Copy)]
+struct Format32 {
+    quants: Quants32,
+    /// Bytes per block.
+    stride: usize,
+    /// Bytes before the quants: f16 d, then f16 m when `min`.
+    head: usize,
+    /// Subtracted from the stored quants (8 for Q4_0, 16 for Q5_0).
+    offset: i32,
+    /// Whether the block has an f16 minimum after d.
+    min: bool,
+}
+
+fn format32(kind: TensorKind) -> Option<Format32> {
+    let f = |quants, stride, head, offset, min| {
+        Some(Format32 {
+            quants,
+            stride,
+            head,
+            offset,
+            min,
+        })
+    };
+    match kind {
+        TensorKind::Q4_0 => f(Quants32::U4, 18, 2, 8, false),
+        TensorKind::Q4_1 => f(Quants32::U4, 20, 4, 0, true),
+        TensorKind::Q5_0 => f(Quants32::U5, 22, 2, 16, false),
+        TensorKind::Q5_1 => f(Quants32::U5, 24, 4, 0, true),
+        TensorKind::Q8_0 => f(Quants32::I8, 34, 2, 0, false),
+        _ => None,
+    }
+}
+
+/// `out[i] = row i · x` for consecutive encoded rows of `row_bytes` (in
+/// one call for the 32-element formats; row by row for the others).
+pub(super) fn dot_rows(
+    isa: Isa,
+    kind: TensorKind,
+    rows: &[u8],
+    row_bytes: usize,
+    x: &[f32],
+    input: &Input,
+    out: &mut [f32],
+) {
+    if let (Input::Blocks(q), Some(f)) = (input, format32(kind)) {
+        let r = Row32 {
+            w: Blocks {
+                bytes: rows,
+                stride: f.stride,
+                head: f.head,
+            },
+            kind: f.quants,
+            offset: f.offset,
+            min: f.min,
+        };
+        let xa = Act32 {
+            q: &q.q,
+            d: &q.d,
+            sum: &q.sum,
+            s: &q.s,
+        };
+        dot_rows32(isa, r, row_bytes, xa, row_bytes / f.stride, out);
+    } else {
+        for (o, row) in out.iter_mut().zip(rows.chunks_exact(row_bytes.max(1))) {
+            *o = dot_row(isa, kind, row, x, input);
+        }
+    }
+}
+
+fn dot32(isa: Isa, f: Format32, row: &[u8], x: &Q8Blocks) -> f32 {
+    let r = Row32 {
+        w: Blocks {
+            bytes: row,
+            stride: f.stride,
+            head: f.head,
+        },
+        kind: f.quants,
+        offset: f.offset,
+        min: f.min,
+    };
+    let x = Act32 {
+        q: &x.q,
+        d: &x.d,
+        sum: &x.sum,
+        s: &x.s,
+    };
+    dot_row32(isa, r, x, row.len() / f.stride)
+}
+
+/// `row · x` for a row of `kind`; `input` is `x` prepared for `kind`
+/// ([`Input::new`]).
+pub(super) fn dot_row(isa: Isa, kind: TensorKind, row: &[u8], x: &[f32], input: &Input) -> f32 {
+    match (input, format32(kind)) {
+        (Input::Blocks(q), Some(f)) => dot32(isa, f, row, q),
+        (Input::K(q), _) => match kind {
+            TensorKind::Q2_K => kquant::dot::<Q2K>(isa, row, q),
+            TensorKind::Q3_K => kquant::dot::<Q3K>(isa, row, q),
+            TensorKind::Q4_K => kquant::dot::<Q4K>(isa, row, q),
+            TensorKind::Q5_K => kquant::dot::<Q5K>(isa, row, q),
+            _ => kquant::dot::<Q6K>(isa, row, q),
+        },
+        _ => float_dot(isa, kind, row, x),
+    }
+}
+
+/// F32/F16/BF16: the row decoded in pieces, then the f32 dot product.
+fn float_dot(isa: Isa, kind: TensorKind, row: &[u8], x: &[f32]) -> f32 {
+    const PIECE: usize = 256;
+    let elem = match kind {
+        TensorKind::F32 => 4,
+        _ => 2,
+    };
+    let decode = match kind {
+        TensorKind::F32 => float::dequantize_f32,
+        TensorKind::F16 => float::dequantize_f16,
+        _ => float::dequantize_bf16,
+    };
+    let mut buf = vec![0f32; x.len()];
+    for (bytes, out) in row.chunks(PIECE * elem).zip(buf.chunks_mut(PIECE)) {
+        decode(bytes, out);
+    }
+    dot_f32(isa, &buf, x)
+}
