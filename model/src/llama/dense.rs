@@ -6,17 +6,19 @@
 use super::attention::{Attention, AttentionFailure};
 use super::config::Config;
 use super::ops::{softmax, weighted_sum};
-use crate::quant::{default_threads, dot_f32};
+use crate::quant::{default_threads, dots_f32};
 
 /// `out = softmax(q·Kᵀ·scale)·V` for one query; `keys`/`values` hold
 /// `len` rows of `q.len()` floats. `scores` is scratch. The host's dense
-/// decode attention in f32 on the SIMD kernels (`quant::dot_f32`,
+/// decode attention in f32 on the SIMD kernels (`quant::dots_f32`,
 /// `quant::axpy`).
 pub fn attend_one(q: &[f32], keys: &[f32], values: &[f32], scores: &mut Vec<f32>, out: &mut [f32]) {
     let hd = q.len().max(1);
     let scale = 1.0 / (q.len() as f32).sqrt();
     scores.clear();
-    scores.extend(keys.chunks_exact(hd).map(|k| dot_f32(q, k) * scale));
+    scores.resize(keys.len() / hd, 0.0);
+    dots_f32(q, keys, scores);
+    scores.iter_mut().for_each(|s| *s *= scale);
     softmax(scores);
     out.fill(0.0);
     weighted_sum(scores, values, out);

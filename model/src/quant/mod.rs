@@ -56,3 +56,9 @@ pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
 pub fn axpy(p: f32, x: &[f32], out: &mut [f32]) {
     simd::axpy(Isa::active(), p, x, out)
 }
+
+/// `out[j] = q · row j` of `keys` (rows of `q.len()`), on the active
+/// instruction set in one call; the same bits on every one.
+pub fn dots_f32(q: &[f32], keys: &[f32], out: &mut [f32]) {
+    simd::dots_f32(Isa::active(), q, keys, out)
+}

@@ -396,6 +396,41 @@ pub(super) fn dot_f32(isa: Isa, a: &[f32], b: &[f32]) -> f32 {
     lanes.iter().sum::<f32>() + tail
 }
 
+/// `out[j] = q · row j` for the rows of `keys` (each `q.len()` long), in one
+/// call. Each dot product: lane l of 16 accumulates the products of
+/// elements ≡ l (mod 16) (a multiply, then an add); lanes l and l + 8 are
+/// added, the eight sums are added pairwise ((0+1)+(2+3))+((4+5)+(6+7)),
+/// then the tail's products in order. The same bits on every path.
+pub(super) fn dots_f32(isa: Isa, q: &[f32], keys: &[f32], out: &mut [f32]) {
+    let d = q.len();
+    if d == 0 {
+        out.fill(0.0);
+        return;
+    }
+    let keys = &keys[..d * out.len()];
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 | Isa::Avx512Vnni => {
+            // SAFETY: AVX2 detected; `keys` holds `out.len()` rows of `d`.
+            unsafe { x86::dots(q, keys, out) }
+        }
+        _ => {
+            let whole = d / 16 * 16;
+            for (o, k) in out.iter_mut().zip(keys.chunks_exact(d)) {
+                let mut acc = [0f32; 16];
+                for (ca, cb) in q[..whole].chunks_exact(16).zip(k[..whole].chunks_exact(16)) {
+                    for l in 0..16 {
+                        acc[l] += ca[l] * cb[l];
+                    }
+                }
+                let t: [f32; 8] = std::array::from_fn(|l| acc[l] + acc[l + 8]);
+                let tail: f32 = q[whole..].iter().zip(&k[whole..]).map(|(a, b)| a * b).sum();
+                *o = lane_sum(&t) + tail;
+            }
+        }
+    }
+}
+
 /// `out[i] += p · x[i]` (a multiply, then an add, per element: the same
 /// bits on every path).
 pub(super) fn axpy(isa: Isa, p: f32, x: &[f32], out: &mut [f32]) {
@@ -810,6 +845,45 @@ mod x86 {
     #[target_feature(enable = "avx2,avx512f,avx512vl,avx512vnni")]
     pub(super) unsafe fn groups16_vnni(q: &[u8], x: &[i8], out: &mut [i32]) {
         groups16::<true>(q, x, out);
+    }
+
+    /// `super::dots_f32` on AVX2.
+    ///
+    /// # Safety
+    /// AVX2 present; `keys` holds `out.len()` rows of `q.len()` floats.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn dots(q: &[f32], keys: &[f32], out: &mut [f32]) {
+        let d = q.len();
+        let whole = d / 16 * 16;
+        for (o, k) in out.iter_mut().zip(keys.chunks_exact(d)) {
+            let (mut lo, mut hi) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+            for (ca, cb) in q[..whole].chunks_exact(16).zip(k[..whole].chunks_exact(16)) {
+                // SAFETY: each chunk holds 16 floats.
+                unsafe {
+                    lo = _mm256_add_ps(
+                        lo,
+                        _mm256_mul_ps(_mm256_loadu_ps(ca.as_ptr()), _mm256_loadu_ps(cb.as_ptr())),
+                    );
+                    hi = _mm256_add_ps(
+                        hi,
+                        _mm256_mul_ps(
+                            _mm256_loadu_ps(ca[8..].as_ptr()),
+                            _mm256_loadu_ps(cb[8..].as_ptr()),
+                        ),
+                    );
+                }
+            }
+            // t = lo + hi; ((t0+t1)+(t2+t3)) + ((t4+t5)+(t6+t7)).
+            let t = _mm256_add_ps(lo, hi);
+            let h = _mm256_hadd_ps(t, t);
+            let h = _mm256_hadd_ps(h, h);
+            let sum = _mm_add_ss(_mm256_castps256_ps128(h), _mm256_extractf128_ps::<1>(h));
+            let mut tail = 0f32;
+            for (a, b) in q[whole..].iter().zip(&k[whole..]) {
+                tail += a * b;
+            }
+            *o = _mm_cvtss_f32(sum) + tail;
+        }
     }
 
     /// `super::axpy` on AVX2.

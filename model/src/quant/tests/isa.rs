@@ -112,3 +112,27 @@ fn extreme_quants_do_not_saturate() {
         }
     }
 }
+
+#[test]
+fn many_row_dots_match_scalar_bits() {
+    for d in [1, 16, 17, 64, 100, 256] {
+        let q = noise(d, 3 + d as u64);
+        let keys = noise(d * 9, 4 + d as u64);
+        let mut want = vec![0f32; 9];
+        simd::dots_f32(Isa::Scalar, &q, &keys, &mut want);
+        for (j, w) in want.iter().enumerate() {
+            let exact: f64 = q
+                .iter()
+                .zip(&keys[j * d..])
+                .map(|(a, b)| f64::from(*a) * f64::from(*b))
+                .sum();
+            assert!((f64::from(*w) - exact).abs() < 1e-4, "d {d} row {j}");
+        }
+        for isa in Isa::available() {
+            let mut got = vec![0f32; 9];
+            simd::dots_f32(isa, &q, &keys, &mut got);
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "d {d} on {isa:?}");
+        }
+    }
+}
