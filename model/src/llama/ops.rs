@@ -115,9 +115,7 @@ pub(crate) fn softmax(x: &mut [f32]) {
 
 /// `out += Σ_j p[j] · rows[j]`, rows of `out.len()` contiguous floats.
 pub(crate) fn weighted_sum(p: &[f32], rows: &[f32], out: &mut [f32]) {
-    for (w, row) in p.iter().zip(rows.chunks_exact(out.len().max(1))) {
-        crate::quant::axpy(*w, row, out);
-    }
+    crate::quant::weighted_rows(p, rows, out);
 }
 
 #[cfg(test)]

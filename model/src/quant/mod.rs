@@ -62,3 +62,9 @@ pub fn axpy(p: f32, x: &[f32], out: &mut [f32]) {
 pub fn dots_f32(q: &[f32], keys: &[f32], out: &mut [f32]) {
     simd::dots_f32(Isa::active(), q, keys, out)
 }
+
+/// `out[i] += Σ_j p[j] · rows[j][i]` (rows of `out.len()`), row after row,
+/// on the active instruction set; the same bits as `axpy` row by row.
+pub fn weighted_rows(p: &[f32], rows: &[f32], out: &mut [f32]) {
+    simd::weighted_rows(Isa::active(), p, rows, out)
+}

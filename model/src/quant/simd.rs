@@ -431,6 +431,33 @@ pub(super) fn dots_f32(isa: Isa, q: &[f32], keys: &[f32], out: &mut [f32]) {
     }
 }
 
+/// `out[i] += Σ_j p[j] · rows[j][i]` for the rows of `rows` (each
+/// `out.len()` long), adding row after row (a multiply, then an add, per
+/// element): the bits of `axpy` applied row by row, with `out` held in
+/// registers on the SIMD paths.
+pub(super) fn weighted_rows(isa: Isa, p: &[f32], rows: &[f32], out: &mut [f32]) {
+    let d = out.len();
+    if d == 0 {
+        return;
+    }
+    let n = p.len().min(rows.len() / d);
+    let (p, rows) = (&p[..n], &rows[..n * d]);
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 | Isa::Avx512Vnni => {
+            // SAFETY: AVX2 detected; `rows` holds `p.len()` rows of `d`.
+            unsafe { x86::weighted_rows(p, rows, out) }
+        }
+        _ => {
+            for (w, row) in p.iter().zip(rows.chunks_exact(d)) {
+                for (o, v) in out.iter_mut().zip(row) {
+                    *o += w * v;
+                }
+            }
+        }
+    }
+}
+
 /// `out[i] += p · x[i]` (a multiply, then an add, per element: the same
 /// bits on every path).
 pub(super) fn axpy(isa: Isa, p: f32, x: &[f32], out: &mut [f32]) {
@@ -883,6 +910,46 @@ mod x86 {
                 tail += a * b;
             }
             *o = _mm_cvtss_f32(sum) + tail;
+        }
+    }
+
+    /// `super::weighted_rows` on AVX2: 64 columns at a time in eight
+    /// registers, every row added in order.
+    ///
+    /// # Safety
+    /// AVX2 present; `rows` holds `p.len()` rows of `out.len()` floats.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn weighted_rows(p: &[f32], rows: &[f32], out: &mut [f32]) {
+        let d = out.len();
+        let whole = d / 8 * 8;
+        for c0 in (0..whole).step_by(64) {
+            let w = (whole - c0).min(64) / 8;
+            let mut acc = [_mm256_setzero_ps(); 8];
+            for (k, a) in acc.iter_mut().enumerate().take(w) {
+                // SAFETY: columns c0 + 8k .. + 8 are below `whole`.
+                *a = unsafe { _mm256_loadu_ps(out[c0 + 8 * k..].as_ptr()) };
+            }
+            for (pj, row) in p.iter().zip(rows.chunks_exact(d)) {
+                let pv = _mm256_set1_ps(*pj);
+                let r = &row[c0..c0 + 8 * w];
+                for (k, a) in acc.iter_mut().enumerate().take(w) {
+                    // SAFETY: `r` holds 8·w floats.
+                    *a = unsafe {
+                        _mm256_add_ps(*a, _mm256_mul_ps(pv, _mm256_loadu_ps(r[8 * k..].as_ptr())))
+                    };
+                }
+            }
+            for (k, a) in acc.iter().enumerate().take(w) {
+                // SAFETY: as for the loads.
+                unsafe { _mm256_storeu_ps(out[c0 + 8 * k..].as_mut_ptr(), *a) };
+            }
+        }
+        for i in whole..d {
+            let mut o = out[i];
+            for (pj, row) in p.iter().zip(rows.chunks_exact(d)) {
+                o += pj * row[i];
+            }
+            out[i] = o;
         }
     }
 

@@ -136,3 +136,22 @@ fn many_row_dots_match_scalar_bits() {
         }
     }
 }
+
+#[test]
+fn weighted_rows_match_axpy_row_by_row() {
+    for d in [1, 8, 12, 64, 72, 200] {
+        let p = noise(13, 5 + d as u64);
+        let rows = noise(13 * d, 6 + d as u64);
+        let start = noise(d, 7 + d as u64);
+        let mut want = start.clone();
+        for (w, row) in p.iter().zip(rows.chunks_exact(d)) {
+            simd::axpy(Isa::Scalar, *w, row, &mut want);
+        }
+        for isa in Isa::available() {
+            let mut got = start.clone();
+            simd::weighted_rows(isa, &p, &rows, &mut got);
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "d {d} on {isa:?}");
+        }
+    }
+}
