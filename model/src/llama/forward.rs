@@ -11,7 +11,7 @@ use super::dense::causal_attention;
 use super::model::Model;
 use super::ops::{gelu_mul, rms_norm, rms_norm_heads, rope, rope_neox, silu_mul};
 use super::weights::Layer;
-use crate::ModelError;
+use crate::{ModelError, QTensor};
 
 fn add(x: &mut [f32], y: &[f32]) {
     for (a, b) in x.iter_mut().zip(y) {
@@ -102,8 +102,7 @@ impl Model {
     ) {
         match batch {
             None => {
-                layer.gate.matvec(h, gate);
-                layer.up.matvec(h, up);
+                QTensor::matvec_group(&[&layer.gate, &layer.up], h, &mut [gate, up]);
             }
             Some(rows) => {
                 layer.gate.matmul(h, rows, gate);
@@ -267,9 +266,11 @@ impl Model {
         let mut up = vec![0f32; c.n_ff];
         for (l, layer) in w.layers.iter().enumerate() {
             rms_norm(&x, &layer.attn_norm, c.rms_eps, &mut h);
-            layer.wq.matvec(&h, &mut q);
-            layer.wk.matvec(&h, &mut k);
-            layer.wv.matvec(&h, &mut v);
+            QTensor::matvec_group(
+                &[&layer.wq, &layer.wk, &layer.wv],
+                &h,
+                &mut [&mut q, &mut k, &mut v],
+            );
             self.shape_qkv(l, pos, &mut q, &mut k, &mut v);
             let o = match c.window(l) {
                 Some(window) => attn.decode_window(l, &q, &k, &v, window),

@@ -155,3 +155,22 @@ fn weighted_rows_match_axpy_row_by_row() {
         }
     }
 }
+
+#[test]
+fn a_group_of_matvecs_gives_each_matvecs_bits() {
+    // Mixed kinds (an input prepared per kind), row counts that do not
+    // split evenly, enough work for the pool on two or more cores.
+    let cols = 512;
+    let a = random_tensor(TensorKind::Q4_1, 137, cols, 1, Floats::Unit);
+    let b = random_tensor(TensorKind::Q4_K, 64, cols, 2, Floats::Unit);
+    let c = random_tensor(TensorKind::Q4_1, 45, cols, 3, Floats::Unit);
+    let x = noise(cols, 4);
+    let (mut oa, mut ob, mut oc) = (vec![0f32; 137], vec![0f32; 64], vec![0f32; 45]);
+    crate::QTensor::matvec_group(&[&a, &b, &c], &x, &mut [&mut oa, &mut ob, &mut oc]);
+    for (t, got) in [(&a, &oa), (&b, &ob), (&c, &oc)] {
+        let mut want = vec![0f32; t.rows()];
+        t.matvec_with(&x, &mut want, 1, Isa::active());
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(got), bits(&want), "{}", t.kind());
+    }
+}
