@@ -11,7 +11,7 @@ use crate::quant::{default_threads, dots_f32};
 /// `out = softmax(q·Kᵀ·scale)·V` for one query; `keys`/`values` hold
 /// `len` rows of `q.len()` floats. `scores` is scratch. The host's dense
 /// decode attention in f32 on the SIMD kernels (`quant::dots_f32`,
-/// `quant::axpy`).
+/// `quant::weighted_rows`).
 pub fn attend_one(q: &[f32], keys: &[f32], values: &[f32], scores: &mut Vec<f32>, out: &mut [f32]) {
     let hd = q.len().max(1);
     let scale = 1.0 / (q.len() as f32).sqrt();

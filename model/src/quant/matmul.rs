@@ -38,7 +38,7 @@ fn block(
     let (n, cols) = (inputs.len(), t.cols());
     local.clear();
     local.resize((r1 - r0) * n, 0.0);
-    if t.unpack_k(r0.min(t.rows().saturating_sub(1))).is_some() {
+    if t.kind().block_len() == kquant::QK_K {
         let chunk_n = (INPUT_CHUNK_BYTES / cols.max(1)).clamp(1, n.max(1));
         for i0 in (0..n).step_by(chunk_n) {
             let i1 = (i0 + chunk_n).min(n);

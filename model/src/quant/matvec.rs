@@ -32,32 +32,7 @@ impl QTensor {
     /// `matvec` in `threads` parts on the instruction set `isa` (which
     /// must be one of [`Isa::available`]).
     pub fn matvec_with(&self, x: &[f32], out: &mut [f32], threads: usize, isa: Isa) {
-        assert_eq!(x.len(), self.cols(), "matvec input length");
-        assert_eq!(out.len(), self.rows(), "matvec output length");
-        let rows = self.rows();
-        let input = Arc::new(self.prepare(x));
-        let per = rows.div_ceil(threads.max(1)).max(1);
-        if per >= rows {
-            self.dot_rows(isa, 0, x, &input, out);
-            return;
-        }
-        let xs: Arc<[f32]> = x.into();
-        let jobs: Vec<Job> = (per..rows)
-            .step_by(per)
-            .map(|r0| {
-                let (t, input, xs) = (self.clone(), Arc::clone(&input), Arc::clone(&xs));
-                Box::new(move |buf: &mut Vec<f32>| {
-                    buf.resize((r0 + per).min(rows) - r0, 0.0);
-                    t.dot_rows(isa, r0, &xs, &input, buf);
-                }) as Job
-            })
-            .collect();
-        let (first, rest) = out.split_at_mut(per);
-        Pool::get().run(
-            || self.dot_rows(isa, 0, x, &input, first),
-            jobs,
-            |i, part| rest[i * per..i * per + part.len()].copy_from_slice(part),
-        );
+        group_with(&[self], x, &mut [out], threads, isa);
     }
 
     /// `matvec` of several matrices on the same input (q, k and v; gate
@@ -68,76 +43,79 @@ impl QTensor {
     /// # Panics
     /// When the counts differ, or a length does not fit.
     pub fn matvec_group(mats: &[&QTensor], x: &[f32], outs: &mut [&mut [f32]]) {
-        assert_eq!(mats.len(), outs.len(), "one output per matrix");
         let work: usize = mats.iter().map(|m| m.rows() * m.cols()).sum();
-        let threads = threads_for(work);
-        let isa = Isa::active();
-        if threads <= 1 {
-            for (m, o) in mats.iter().zip(outs.iter_mut()) {
-                m.matvec_with(x, o, 1, isa);
-            }
-            return;
-        }
-        let mut inputs: Vec<Arc<super::act::Input>> = Vec::with_capacity(mats.len());
-        for (i, m) in mats.iter().enumerate() {
-            assert_eq!(x.len(), m.cols(), "matvec input length");
-            assert_eq!(outs[i].len(), m.rows(), "matvec output length");
-            let same = (0..i).find(|&j| mats[j].kind() == m.kind());
-            inputs.push(match same {
-                Some(j) => Arc::clone(&inputs[j]),
-                None => Arc::new(m.prepare(x)),
-            });
-        }
-        let per: Vec<usize> = mats
-            .iter()
-            .map(|m| m.rows().div_ceil(threads).max(1))
-            .collect();
-        let range = |i: usize, t: usize| {
-            let r0 = (t * per[i]).min(mats[i].rows());
-            (r0, ((t + 1) * per[i]).min(mats[i].rows()))
-        };
-        let xs: Arc<[f32]> = x.into();
-        let jobs: Vec<Job> = (1..threads)
-            .map(|t| {
-                let mats: Vec<QTensor> = mats.iter().map(|m| (*m).clone()).collect();
-                let (inputs, xs) = (inputs.clone(), Arc::clone(&xs));
-                let ranges: Vec<(usize, usize)> = (0..mats.len()).map(|i| range(i, t)).collect();
-                Box::new(move |buf: &mut Vec<f32>| {
-                    for ((m, input), (r0, r1)) in mats.iter().zip(&inputs).zip(ranges) {
-                        let at = buf.len();
-                        buf.resize(at + (r1 - r0), 0.0);
-                        m.dot_rows(isa, r0, &xs, input, &mut buf[at..]);
-                    }
-                }) as Job
-            })
-            .collect();
-        let ranges0: Vec<(usize, usize)> = (0..mats.len()).map(|i| range(i, 0)).collect();
-        let later: Vec<Vec<(usize, usize)>> = (1..threads)
-            .map(|t| (0..mats.len()).map(|i| range(i, t)).collect())
-            .collect();
-        let mut firsts: Vec<&mut [f32]> = Vec::new();
-        let mut rests: Vec<&mut [f32]> = Vec::new();
-        for (o, (_, r1)) in outs.iter_mut().zip(&ranges0) {
-            let (a, b) = o.split_at_mut(*r1);
-            firsts.push(a);
-            rests.push(b);
-        }
-        Pool::get().run(
-            || {
-                for ((m, input), f) in mats.iter().zip(&inputs).zip(firsts.iter_mut()) {
-                    m.dot_rows(isa, 0, x, input, f);
-                }
-            },
-            jobs,
-            |t, part| {
-                let mut at = 0;
-                for (i, (r0, r1)) in later[t].iter().enumerate() {
-                    let n = r1 - r0;
-                    let off = r0 - ranges0[i].1;
-                    rests[i][off..off + n].copy_from_slice(&part[at..at + n]);
-                    at += n;
-                }
-            },
-        );
+        group_with(mats, x, outs, threads_for(work), Isa::active());
     }
+}
+
+/// `matvec` of each of `mats` on `x` into `outs`, each split in `threads`
+/// parts: part 0 of every matrix here, part t on worker t (one job each).
+fn group_with(mats: &[&QTensor], x: &[f32], outs: &mut [&mut [f32]], threads: usize, isa: Isa) {
+    assert_eq!(mats.len(), outs.len(), "one output per matrix");
+    let threads = threads.max(1);
+    let mut inputs: Vec<Arc<super::act::Input>> = Vec::with_capacity(mats.len());
+    for (i, m) in mats.iter().enumerate() {
+        assert_eq!(x.len(), m.cols(), "matvec input length");
+        assert_eq!(outs[i].len(), m.rows(), "matvec output length");
+        let same = (0..i).find(|&j| mats[j].kind() == m.kind());
+        inputs.push(match same {
+            Some(j) => Arc::clone(&inputs[j]),
+            None => Arc::new(m.prepare(x)),
+        });
+    }
+    if threads == 1 {
+        for ((m, input), o) in mats.iter().zip(&inputs).zip(outs.iter_mut()) {
+            m.dot_rows(isa, 0, x, input, o);
+        }
+        return;
+    }
+    // Part t of matrix i: rows t·per_i .. (t + 1)·per_i.
+    let parts: Vec<Vec<(usize, usize)>> = (0..threads)
+        .map(|t| {
+            mats.iter()
+                .map(|m| {
+                    let per = m.rows().div_ceil(threads).max(1);
+                    ((t * per).min(m.rows()), ((t + 1) * per).min(m.rows()))
+                })
+                .collect()
+        })
+        .collect();
+    let xs: Arc<[f32]> = x.into();
+    let jobs: Vec<Job> = parts[1..]
+        .iter()
+        .map(|ranges| {
+            let mats: Vec<QTensor> = mats.iter().map(|m| (*m).clone()).collect();
+            let (inputs, xs, ranges) = (inputs.clone(), Arc::clone(&xs), ranges.clone());
+            Box::new(move |buf: &mut Vec<f32>| {
+                for ((m, input), (r0, r1)) in mats.iter().zip(&inputs).zip(ranges) {
+                    let at = buf.len();
+                    buf.resize(at + (r1 - r0), 0.0);
+                    m.dot_rows(isa, r0, &xs, input, &mut buf[at..]);
+                }
+            }) as Job
+        })
+        .collect();
+    let mut firsts: Vec<&mut [f32]> = Vec::new();
+    let mut rests: Vec<&mut [f32]> = Vec::new();
+    for (o, (_, r1)) in outs.iter_mut().zip(&parts[0]) {
+        let (a, b) = o.split_at_mut(*r1);
+        firsts.push(a);
+        rests.push(b);
+    }
+    Pool::get().run(
+        || {
+            for ((m, input), f) in mats.iter().zip(&inputs).zip(firsts.iter_mut()) {
+                m.dot_rows(isa, 0, x, input, f);
+            }
+        },
+        jobs,
+        |t, part| {
+            let mut at = 0;
+            for (i, (r0, r1)) in parts[t + 1].iter().enumerate() {
+                let (n, off) = (r1 - r0, r0 - parts[0][i].1);
+                rests[i][off..off + n].copy_from_slice(&part[at..at + n]);
+                at += n;
+            }
+        },
+    );
 }

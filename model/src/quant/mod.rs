@@ -44,19 +44,6 @@ pub use parallel::{MAX_THREADS, default_threads};
 pub use simd::Isa;
 pub use tensor::QTensor;
 
-/// `Σ a·b` over the common length, on the active instruction set: 16
-/// lanes (element i into lane i mod 16, a multiply then an add), summed in
-/// order, then the tail; the same bits on every instruction set.
-pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
-    simd::dot_f32(Isa::active(), a, b)
-}
-
-/// `out[i] += p · x[i]` on the active instruction set (the same bits on
-/// every one).
-pub fn axpy(p: f32, x: &[f32], out: &mut [f32]) {
-    simd::axpy(Isa::active(), p, x, out)
-}
-
 /// `out[j] = q · row j` of `keys` (rows of `q.len()`), on the active
 /// instruction set in one call; the same bits on every one.
 pub fn dots_f32(q: &[f32], keys: &[f32], out: &mut [f32]) {
@@ -64,7 +51,7 @@ pub fn dots_f32(q: &[f32], keys: &[f32], out: &mut [f32]) {
 }
 
 /// `out[i] += Σ_j p[j] · rows[j][i]` (rows of `out.len()`), row after row,
-/// on the active instruction set; the same bits as `axpy` row by row.
+/// on the active instruction set; the same bits on every one.
 pub fn weighted_rows(p: &[f32], rows: &[f32], out: &mut [f32]) {
     simd::weighted_rows(Isa::active(), p, rows, out)
 }

@@ -128,18 +128,6 @@ pub(super) enum Quants32 {
 pub(super) fn dot_blocks32(isa: Isa, kind: Quants32, w: Blocks<'_>, x: &[i8], out: &mut [i32]) {
     let x = &x[..32 * out.len()];
     match isa {
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => {
-            // SAFETY: `available` found AVX2; `x` was cut to 32 bytes per
-            // output and `w.at` checks each block's bounds.
-            unsafe { x86::blocks32_avx2(kind, w, x, out) }
-        }
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx512Vnni => {
-            // SAFETY: `available` found AVX2 and AVX-512 F/VL/VNNI; lengths
-            // as above.
-            unsafe { x86::blocks32_vnni(kind, w, x, out) }
-        }
         #[cfg(target_arch = "aarch64")]
         Isa::Neon => {
             for (b, (o, xb)) in out.iter_mut().zip(x.chunks_exact(32)).enumerate() {
@@ -223,30 +211,16 @@ impl Quants32 {
 /// (d·dx)·(Σq·qx − offset·Σqx) and then, with a minimum, m·s into lane
 /// b mod 8 of eight f32 accumulators, summed pairwise at the end.
 pub(super) fn dot_row32(isa: Isa, r: Row32<'_>, x: Act32<'_>, nb: usize) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if matches!(isa, Isa::Avx2 | Isa::Avx512Vnni) {
+        // The x86 kernels take whole runs of rows (`dot_rows32`'s x86 arm).
+        let mut out = [0f32];
+        dot_rows32(isa, r, nb * r.w.stride, x, nb, &mut out);
+        return out[0];
+    }
     let mut acc = [0f32; 8];
-    let done = match isa {
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 | Isa::Avx512Vnni => {
-            let (q, d, sum, s) = (&x.q[..32 * nb], &x.d[..nb], &x.sum[..nb], &x.s[..nb]);
-            let x = Act32 { q, d, sum, s };
-            let bytes = &r.w.bytes[..nb * r.w.stride];
-            let r = Row32 {
-                w: Blocks { bytes, ..r.w },
-                ..r
-            };
-            if isa == Isa::Avx512Vnni {
-                // SAFETY: AVX2, F16C and AVX-512 F/VL/VNNI detected; the
-                // row and the input were cut to `nb` blocks above.
-                unsafe { x86::row32_vnni(r, x, &mut acc) }
-            } else {
-                // SAFETY: AVX2 and F16C detected; lengths as above.
-                unsafe { x86::row32_avx2(r, x, &mut acc) }
-            }
-        }
-        _ => 0,
-    };
     let mut one = [0i32];
-    for b in done..nb {
+    for b in 0..nb {
         let w = Blocks {
             bytes: &r.w.bytes[b * r.w.stride..(b + 1) * r.w.stride],
             ..r.w
@@ -263,7 +237,7 @@ pub(super) fn dot_row32(isa: Isa, r: Row32<'_>, x: Act32<'_>, nb: usize) -> f32 
 }
 
 /// The eight lanes summed pairwise.
-fn lane_sum(acc: &[f32; 8]) -> f32 {
+pub(super) fn lane_sum(acc: &[f32; 8]) -> f32 {
     ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
 }
 
@@ -433,8 +407,7 @@ pub(super) fn dots_f32(isa: Isa, q: &[f32], keys: &[f32], out: &mut [f32]) {
 
 /// `out[i] += Σ_j p[j] · rows[j][i]` for the rows of `rows` (each
 /// `out.len()` long), adding row after row (a multiply, then an add, per
-/// element): the bits of `axpy` applied row by row, with `out` held in
-/// registers on the SIMD paths.
+/// element), with `out` held in registers on the SIMD paths.
 pub(super) fn weighted_rows(isa: Isa, p: &[f32], rows: &[f32], out: &mut [f32]) {
     let d = out.len();
     if d == 0 {
@@ -458,25 +431,6 @@ pub(super) fn weighted_rows(isa: Isa, p: &[f32], rows: &[f32], out: &mut [f32]) 
     }
 }
 
-/// `out[i] += p · x[i]` (a multiply, then an add, per element: the same
-/// bits on every path).
-pub(super) fn axpy(isa: Isa, p: f32, x: &[f32], out: &mut [f32]) {
-    let n = x.len().min(out.len());
-    let (x, out) = (&x[..n], &mut out[..n]);
-    match isa {
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 | Isa::Avx512Vnni => {
-            // SAFETY: AVX2 detected; both slices hold `n` elements.
-            unsafe { x86::axpy(p, x, out) }
-        }
-        _ => {
-            for (o, v) in out.iter_mut().zip(x) {
-                *o += p * v;
-            }
-        }
-    }
-}
-
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     //! The bodies are `#[inline(always)]` and generic over VNNI, inlined
@@ -487,24 +441,12 @@ mod x86 {
 
     use super::{Act32, Blocks, Quants32, Row32};
 
-    /// Sum of the 8 lanes.
-    #[inline(always)]
-    fn hsum(s: __m256i) -> i32 {
-        // SAFETY: only inlined into the AVX2 entry points below.
-        unsafe {
-            let a = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s));
-            let b = _mm_add_epi32(a, _mm_shuffle_epi32::<0b01_00_11_10>(a));
-            let c = _mm_add_epi32(b, _mm_shuffle_epi32::<0b10_11_00_01>(b));
-            _mm_cvtsi128_si32(c)
-        }
-    }
-
     /// u8 × i8 products summed in fours into 8 × i32 (every u below 64, or
     /// below 129 with |x| ≤ 127, so `vpmaddubsw` never saturates).
     #[inline(always)]
     fn dot<const VNNI: bool>(u: __m256i, x: __m256i) -> __m256i {
         if VNNI {
-            // SAFETY: `VNNI` is true only in `blocks32_vnni`/`groups16_vnni`,
+            // SAFETY: `VNNI` is true only in the `_vnni` entry points,
             // compiled with AVX-512 VL + VNNI, which the caller detected.
             unsafe { _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, x) }
         } else {
@@ -513,27 +455,25 @@ mod x86 {
         }
     }
 
-    /// 16 bytes of nibbles as 32 bytes: low nibbles, then high.
+    /// The 32 quants of a block as bytes, from a pointer to them: U4's 16
+    /// bytes of nibbles (low nibbles, then high), U5's `qh` then those
+    /// nibbles, or I8's 32 bytes.
+    ///
+    /// # Safety
+    /// `p` points at `kind.len()` readable bytes; AVX2 code only.
     #[inline(always)]
-    fn nibbles(qs: &[u8]) -> __m256i {
-        let qs = &qs[..16];
-        // SAFETY: `qs` holds 16 bytes; only inlined into AVX2 code.
+    unsafe fn quants_at(kind: Quants32, p: *const u8) -> __m256i {
+        // SAFETY: as documented.
         unsafe {
-            let v = _mm_loadu_si128(qs.as_ptr().cast());
-            let both = _mm256_set_m128i(_mm_srli_epi16::<4>(v), v);
-            _mm256_and_si256(both, _mm256_set1_epi8(0x0F))
-        }
-    }
-
-    /// The 32 quants of a block as bytes.
-    #[inline(always)]
-    fn quants(kind: Quants32, b: &[u8]) -> __m256i {
-        match kind {
-            Quants32::U4 => nibbles(b),
-            Quants32::U5 => {
-                let qh = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i32;
-                // SAFETY: register operations only; inlined into AVX2 code.
-                unsafe {
+            let nibbles = |p: *const u8| {
+                let v = _mm_loadu_si128(p.cast());
+                let both = _mm256_set_m128i(_mm_srli_epi16::<4>(v), v);
+                _mm256_and_si256(both, _mm256_set1_epi8(0x0F))
+            };
+            match kind {
+                Quants32::U4 => nibbles(p),
+                Quants32::U5 => {
+                    let qh = std::ptr::read_unaligned(p.cast::<i32>());
                     // Byte i gets qh's byte i / 8, then its bit i % 8.
                     let spread = _mm256_shuffle_epi8(
                         _mm256_set1_epi32(qh),
@@ -547,78 +487,13 @@ mod x86 {
                     let bit = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
                     let set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
                     _mm256_or_si256(
-                        nibbles(&b[4..]),
+                        nibbles(p.add(4)),
                         _mm256_and_si256(set, _mm256_set1_epi8(16)),
                     )
                 }
-            }
-            Quants32::I8 => {
-                let b = &b[..32];
-                // SAFETY: `b` holds 32 bytes; inlined into AVX2 code.
-                unsafe { _mm256_loadu_si256(b.as_ptr().cast()) }
-            }
-        }
-    }
-
-    /// `quants` from a pointer to the block's quants.
-    ///
-    /// # Safety
-    /// `p` points at `kind.len()` readable bytes; AVX2 code only.
-    #[inline(always)]
-    unsafe fn quants_at(kind: Quants32, p: *const u8) -> __m256i {
-        // SAFETY: as documented.
-        unsafe {
-            match kind {
-                Quants32::U4 => {
-                    let v = _mm_loadu_si128(p.cast());
-                    let both = _mm256_set_m128i(_mm_srli_epi16::<4>(v), v);
-                    _mm256_and_si256(both, _mm256_set1_epi8(0x0F))
-                }
-                Quants32::U5 => quants(kind, std::slice::from_raw_parts(p, 20)),
                 Quants32::I8 => _mm256_loadu_si256(p.cast()),
             }
         }
-    }
-
-    #[inline(always)]
-    fn blocks32<const VNNI: bool>(kind: Quants32, w: Blocks<'_>, x: &[i8], out: &mut [i32]) {
-        let len = match kind {
-            Quants32::U4 => 16,
-            Quants32::U5 => 20,
-            Quants32::I8 => 32,
-        };
-        for (b, (o, xb)) in out.iter_mut().zip(x.chunks_exact(32)).enumerate() {
-            let q = quants(kind, w.at(b, len));
-            // SAFETY: `xb` holds 32 bytes; inlined into AVX2 code.
-            let s = unsafe {
-                let xv = _mm256_loadu_si256(xb.as_ptr().cast());
-                match kind {
-                    // Signed weights: |w| · (x with w's sign).
-                    Quants32::I8 => dot::<VNNI>(_mm256_sign_epi8(q, q), _mm256_sign_epi8(xv, q)),
-                    _ => dot::<VNNI>(q, xv),
-                }
-            };
-            *o = hsum(s);
-        }
-    }
-
-    /// `super::dot_blocks32` on AVX2.
-    ///
-    /// # Safety
-    /// AVX2 must be present; `x` holds 32 bytes per entry of `out` and `w`
-    /// that many blocks.
-    #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn blocks32_avx2(kind: Quants32, w: Blocks<'_>, x: &[i8], out: &mut [i32]) {
-        blocks32::<false>(kind, w, x, out);
-    }
-
-    /// `super::dot_blocks32` on AVX-512 VNNI.
-    ///
-    /// # Safety
-    /// AVX2, AVX-512F, VL and VNNI must be present; lengths as above.
-    #[target_feature(enable = "avx2,avx512f,avx512vl,avx512vnni")]
-    pub(super) unsafe fn blocks32_vnni(kind: Quants32, w: Blocks<'_>, x: &[i8], out: &mut [i32]) {
-        blocks32::<true>(kind, w, x, out);
     }
 
     /// Sums of each of eight 8-lane vectors, in order.
@@ -767,13 +642,12 @@ mod x86 {
     }
 
     #[inline(always)]
-    fn row32<const VNNI: bool>(r: Row32<'_>, x: Act32<'_>, acc: &mut [f32; 8]) -> usize {
+    fn row32<const VNNI: bool>(r: Row32<'_>, x: Act32<'_>, acc: &mut [f32; 8]) {
         match r.kind {
             Quants32::U4 => row32_k::<VNNI, U4>(r, x, acc),
             Quants32::U5 => row32_k::<VNNI, U5>(r, x, acc),
             Quants32::I8 => row32_k::<VNNI, I8>(r, x, acc),
         }
-        x.d.len()
     }
 
     #[inline(always)]
@@ -816,24 +690,6 @@ mod x86 {
         out: &mut [f32],
     ) {
         rows32::<true>(r, row_bytes, x, out);
-    }
-
-    /// `row32` on AVX2.
-    ///
-    /// # Safety
-    /// AVX2 and F16C present; `x` and `r` cut to the same number of blocks.
-    #[target_feature(enable = "avx2,f16c")]
-    pub(super) unsafe fn row32_avx2(r: Row32<'_>, x: Act32<'_>, acc: &mut [f32; 8]) -> usize {
-        row32::<false>(r, x, acc)
-    }
-
-    /// `row32` on AVX-512 VNNI.
-    ///
-    /// # Safety
-    /// AVX2, F16C and AVX-512 F/VL/VNNI present; lengths as above.
-    #[target_feature(enable = "avx2,f16c,avx512f,avx512vl,avx512vnni")]
-    pub(super) unsafe fn row32_vnni(r: Row32<'_>, x: Act32<'_>, acc: &mut [f32; 8]) -> usize {
-        row32::<true>(r, x, acc)
     }
 
     #[inline(always)]
@@ -950,32 +806,6 @@ mod x86 {
                 o += pj * row[i];
             }
             out[i] = o;
-        }
-    }
-
-    /// `super::axpy` on AVX2.
-    ///
-    /// # Safety
-    /// AVX2 present; `x` and `out` have the same length.
-    #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn axpy(p: f32, x: &[f32], out: &mut [f32]) {
-        let pv = _mm256_set1_ps(p);
-        let whole = x.len() / 8 * 8;
-        for (xc, oc) in x[..whole]
-            .chunks_exact(8)
-            .zip(out[..whole].chunks_exact_mut(8))
-        {
-            // SAFETY: 8 floats each.
-            unsafe {
-                let v = _mm256_add_ps(
-                    _mm256_loadu_ps(oc.as_ptr()),
-                    _mm256_mul_ps(pv, _mm256_loadu_ps(xc.as_ptr())),
-                );
-                _mm256_storeu_ps(oc.as_mut_ptr(), v);
-            }
-        }
-        for (o, v) in out[whole..].iter_mut().zip(&x[whole..]) {
-            *o += p * v;
         }
     }
 

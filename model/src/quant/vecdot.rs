@@ -11,7 +11,7 @@ use super::q3_k::Q3K;
 use super::q4_k::Q4K;
 use super::q5_k::Q5K;
 use super::q6_k::Q6K;
-use super::simd::{Act32, Blocks, Isa, Quants32, Row32, dot_f32, dot_row32, dot_rows32};
+use super::simd::{Act32, Blocks, Isa, Quants32, Row32, dot_f32, dot_row32, dot_rows32, lane_sum};
 use crate::TensorKind;
 
 /// Eight f32 accumulators: block b adds into lane b mod 8; the lanes are
@@ -32,8 +32,7 @@ impl Lanes {
     }
 
     pub(super) fn sum(&self) -> f32 {
-        let a = &self.0;
-        ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))
+        lane_sum(&self.0)
     }
 }
 
@@ -83,23 +82,14 @@ pub(super) fn dot_rows(
     out: &mut [f32],
 ) {
     if let (Input::Blocks(q), Some(f)) = (input, format32(kind)) {
-        let r = Row32 {
-            w: Blocks {
-                bytes: rows,
-                stride: f.stride,
-                head: f.head,
-            },
-            kind: f.quants,
-            offset: f.offset,
-            min: f.min,
-        };
-        let xa = Act32 {
-            q: &q.q,
-            d: &q.d,
-            sum: &q.sum,
-            s: &q.s,
-        };
-        dot_rows32(isa, r, row_bytes, xa, row_bytes / f.stride, out);
+        dot_rows32(
+            isa,
+            f.on(rows),
+            row_bytes,
+            act32(q),
+            row_bytes / f.stride,
+            out,
+        );
     } else {
         for (o, row) in out.iter_mut().zip(rows.chunks_exact(row_bytes.max(1))) {
             *o = dot_row(isa, kind, row, x, input);
@@ -107,24 +97,34 @@ pub(super) fn dot_rows(
     }
 }
 
-fn dot32(isa: Isa, f: Format32, row: &[u8], x: &Q8Blocks) -> f32 {
-    let r = Row32 {
-        w: Blocks {
-            bytes: row,
-            stride: f.stride,
-            head: f.head,
-        },
-        kind: f.quants,
-        offset: f.offset,
-        min: f.min,
-    };
-    let x = Act32 {
+impl Format32 {
+    /// Rows of this format in `bytes`, for the kernels.
+    fn on(self, bytes: &[u8]) -> Row32<'_> {
+        Row32 {
+            w: Blocks {
+                bytes,
+                stride: self.stride,
+                head: self.head,
+            },
+            kind: self.quants,
+            offset: self.offset,
+            min: self.min,
+        }
+    }
+}
+
+/// The kernels' view of an input quantized in blocks of 32.
+fn act32(x: &Q8Blocks) -> Act32<'_> {
+    Act32 {
         q: &x.q,
         d: &x.d,
         sum: &x.sum,
         s: &x.s,
-    };
-    dot_row32(isa, r, x, row.len() / f.stride)
+    }
+}
+
+fn dot32(isa: Isa, f: Format32, row: &[u8], x: &Q8Blocks) -> f32 {
+    dot_row32(isa, f.on(row), act32(x), row.len() / f.stride)
 }
 
 /// `row · x` for a row of `kind`; `input` is `x` prepared for `kind`
