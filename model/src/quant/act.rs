@@ -22,7 +22,7 @@ pub(super) struct Q8Blocks {
 pub(super) struct Q8K {
     pub q: Vec<i8>,
     pub d: Vec<f32>,
-    pub bsums: Vec<i32>,
+    pub bsums: Vec<i16>,
 }
 
 /// An input prepared for one tensor kind.
@@ -114,7 +114,7 @@ fn q8_k(x: &[f32]) -> Q8K {
         out.bsums.extend(
             out.q[start..]
                 .chunks_exact(16)
-                .map(|g| g.iter().map(|q| i32::from(*q)).sum::<i32>()),
+                .map(|g| g.iter().map(|q| i16::from(*q)).sum::<i16>()),
         );
     }
     out

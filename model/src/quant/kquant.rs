@@ -10,7 +10,7 @@
 //! d·dx·(first) − dmin·dx·(second) in f32.
 
 use super::act::Q8K;
-use super::simd::{Isa, dot_groups16};
+use super::simd::{Isa, KBlockInts, kblock};
 use super::vecdot::Lanes;
 
 /// Elements per super-block (ggml's `QK_K`).
@@ -24,6 +24,10 @@ pub(super) struct Unpacked {
     pub sc: [i32; QK_K / 16],
     /// Per-group integer minimum (zero in the formats without one).
     pub m: [i32; QK_K / 16],
+    /// `sc` per 16 elements (`expand`), for the integer kernel.
+    pub sc16: [i16; 16],
+    /// `m` per 16 elements (`expand`).
+    pub m16: [i16; 16],
     /// The block's scale of scales.
     pub d: f32,
     /// The block's scale of minima (zero without one).
@@ -36,8 +40,20 @@ impl Unpacked {
             q: [0; QK_K],
             sc: [0; QK_K / 16],
             m: [0; QK_K / 16],
+            sc16: [0; 16],
+            m16: [0; 16],
             d: 0.0,
             dmin: 0.0,
+        }
+    }
+
+    /// Fills `sc16` and `m16` from the `QK_K / group` scales and minima
+    /// (every format's scales fit an i16: 6-bit, 4-bit or i8).
+    fn expand(&mut self, group: usize) {
+        for j in 0..16 {
+            let g = j * 16 / group;
+            self.sc16[j] = self.sc[g] as i16;
+            self.m16[j] = self.m[g] as i16;
         }
     }
 
@@ -82,7 +98,6 @@ pub(super) fn dequantize<B: KBlock>(row: &[u8], out: &mut [f32]) {
 /// A row's super-blocks unpacked once, for the prefill's many inputs.
 pub(super) struct KRow {
     blocks: Vec<Unpacked>,
-    group: usize,
     offset: i32,
     has_min: bool,
 }
@@ -94,20 +109,20 @@ pub(super) fn unpack_row<B: KBlock>(row: &[u8]) -> KRow {
         .map(|blk| {
             let mut u = Unpacked::new();
             B::unpack(blk, &mut u);
+            u.expand(B::GROUP);
             u
         })
         .collect();
     KRow {
         blocks,
-        group: B::GROUP,
         offset: B::OFFSET,
         has_min: B::HAS_MIN,
     }
 }
 
-/// Super-block b's share of the dot product, into `lanes` (`GROUP`
-/// elements per scale: a constant, so finding a group's scale is a shift).
-fn add_block<const GROUP: usize>(
+/// Super-block b's share of the dot product, into `lanes`: the integers
+/// from `simd::kblock`, then d·dx·isum − dmin·dx·imin in f32.
+fn add_block(
     isa: Isa,
     b: usize,
     u: &Unpacked,
@@ -115,16 +130,18 @@ fn add_block<const GROUP: usize>(
     x: &Q8K,
     lanes: &mut Lanes,
 ) {
-    let mut gdot = [0i32; QK_K / 16];
-    let xq = &x.q[b * QK_K..(b + 1) * QK_K];
-    let bsums = &x.bsums[b * 16..(b + 1) * 16];
-    dot_groups16(isa, &u.q, xq, &mut gdot);
-    let (mut isum, mut imin) = (0i32, 0i32);
-    for (j, (gd, bs)) in gdot.iter().zip(bsums).enumerate() {
-        let g = j * 16 / GROUP;
-        isum += u.sc[g] * (gd - offset * bs);
-        imin += u.m[g] * bs;
-    }
+    let w = KBlockInts {
+        q: &u.q,
+        sc: &u.sc16,
+        m: &u.m16,
+        offset,
+    };
+    let (isum, imin) = kblock(
+        isa,
+        w,
+        &x.q[b * QK_K..(b + 1) * QK_K],
+        &x.bsums[b * 16..(b + 1) * 16],
+    );
     let dx = x.d[b];
     lanes.add(b, (u.d * dx) * isum as f32);
     if has_min {
@@ -138,11 +155,8 @@ pub(super) fn dot<B: KBlock>(isa: Isa, row: &[u8], x: &Q8K) -> f32 {
     let mut lanes = Lanes::new();
     for (b, blk) in row.chunks_exact(B::BYTES).enumerate() {
         B::unpack(blk, &mut u);
-        if B::GROUP == 32 {
-            add_block::<32>(isa, b, &u, (B::OFFSET, B::HAS_MIN), x, &mut lanes);
-        } else {
-            add_block::<16>(isa, b, &u, (B::OFFSET, B::HAS_MIN), x, &mut lanes);
-        }
+        u.expand(B::GROUP);
+        add_block(isa, b, &u, (B::OFFSET, B::HAS_MIN), x, &mut lanes);
     }
     lanes.sum()
 }
@@ -151,11 +165,7 @@ pub(super) fn dot<B: KBlock>(isa: Isa, row: &[u8], x: &Q8K) -> f32 {
 pub(super) fn dot_unpacked(isa: Isa, k: &KRow, x: &Q8K) -> f32 {
     let mut lanes = Lanes::new();
     for (b, u) in k.blocks.iter().enumerate() {
-        if k.group == 32 {
-            add_block::<32>(isa, b, u, (k.offset, k.has_min), x, &mut lanes);
-        } else {
-            add_block::<16>(isa, b, u, (k.offset, k.has_min), x, &mut lanes);
-        }
+        add_block(isa, b, u, (k.offset, k.has_min), x, &mut lanes);
     }
     lanes.sum()
 }

@@ -15,17 +15,14 @@ use super::parallel::threads_for;
 use super::pool::{Job, Pool};
 use super::simd::Isa;
 use super::tensor::QTensor;
+use super::vecdot;
 
 /// Bytes of inputs kept hot while rows are taken against them.
 const INPUT_CHUNK_BYTES: usize = 128 * 1024;
 
-/// Weight bytes kept hot (in L2) while every input is taken against them.
-const ROW_CHUNK_BYTES: usize = 256 * 1024;
-
-/// Rows `r0..r1` of `t` against every input: row-major by weight row.
-/// K-quant rows are unpacked once and taken against the inputs in chunks
-/// that stay in L2; the other kinds take a chunk of rows (in L2) against
-/// one input at a time in a single multi-row call.
+/// Rows `r0..r1` of `t` against every input, row-major by weight row:
+/// the inputs in chunks that stay in L2, each row (in L1) unpacked once
+/// per chunk and taken against every input of it.
 fn block(
     t: &QTensor,
     isa: Isa,
@@ -38,33 +35,27 @@ fn block(
     let (n, cols) = (inputs.len(), t.cols());
     local.clear();
     local.resize((r1 - r0) * n, 0.0);
-    if t.kind().block_len() == kquant::QK_K {
-        let chunk_n = (INPUT_CHUNK_BYTES / cols.max(1)).clamp(1, n.max(1));
-        for i0 in (0..n).step_by(chunk_n) {
-            let i1 = (i0 + chunk_n).min(n);
-            for r in r0..r1 {
-                let dst = &mut local[(r - r0) * n..(r - r0 + 1) * n];
-                let unpacked = t.unpack_k(r);
-                for i in i0..i1 {
-                    dst[i] = match (&unpacked, &inputs[i]) {
-                        (Some(k), Input::K(q)) => kquant::dot_unpacked(isa, k, q),
-                        _ => t.dot_row(isa, r, &xs[i * cols..(i + 1) * cols], &inputs[i]),
-                    };
-                }
+    let chunk_n = (INPUT_CHUNK_BYTES / cols.max(1)).clamp(1, n.max(1));
+    let mut buf = Vec::new();
+    let mut col = vec![0f32; chunk_n];
+    let acts = vecdot::acts32(inputs);
+    for i0 in (0..n).step_by(chunk_n) {
+        let i1 = (i0 + chunk_n).min(n);
+        for r in r0..r1 {
+            let dst = &mut local[(r - r0) * n..(r - r0 + 1) * n];
+            let col = &mut col[..i1 - i0];
+            if let Some(acts) = &acts
+                && t.dot_row_inputs(isa, r, &acts[i0..i1], &mut buf, col)
+            {
+                dst[i0..i1].copy_from_slice(col);
+                continue;
             }
-        }
-        return;
-    }
-    let row_bytes = t.data().len() / t.rows().max(1);
-    let chunk_r = (ROW_CHUNK_BYTES / row_bytes.max(1)).max(1);
-    let mut tmp = vec![0f32; chunk_r.min(r1 - r0)];
-    for c0 in (r0..r1).step_by(chunk_r) {
-        let c1 = (c0 + chunk_r).min(r1);
-        let part = &mut tmp[..c1 - c0];
-        for (i, input) in inputs.iter().enumerate() {
-            t.dot_rows(isa, c0, &xs[i * cols..(i + 1) * cols], input, part);
-            for (k, v) in part.iter().enumerate() {
-                local[(c0 - r0 + k) * n + i] = *v;
+            let unpacked = t.unpack_k(r);
+            for i in i0..i1 {
+                dst[i] = match (&unpacked, &inputs[i]) {
+                    (Some(k), Input::K(q)) => kquant::dot_unpacked(isa, k, q),
+                    _ => t.dot_row(isa, r, &xs[i * cols..(i + 1) * cols], &inputs[i]),
+                };
             }
         }
     }

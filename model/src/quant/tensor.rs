@@ -8,7 +8,7 @@ use super::q3_k::Q3K;
 use super::q4_k::Q4K;
 use super::q5_k::Q5K;
 use super::q6_k::Q6K;
-use super::simd::Isa;
+use super::simd::{Act32, Isa};
 use super::vecdot;
 use super::{float, q4_0, q4_1, q5_0, q5_1, q8_0};
 use crate::{ModelError, TensorKind};
@@ -176,6 +176,19 @@ impl QTensor {
     pub(super) fn dot_rows(&self, isa: Isa, r0: usize, x: &[f32], input: &Input, out: &mut [f32]) {
         let rows = &self.data[r0 * self.row_bytes..(r0 + out.len()) * self.row_bytes];
         vecdot::dot_rows(isa, self.kind, rows, self.row_bytes, x, input, out);
+    }
+
+    /// `out[i] = row r · xs[i]` for a 32-element kind, the row
+    /// unpacked once into `buf` (false, nothing written, for the others).
+    pub(super) fn dot_row_inputs(
+        &self,
+        isa: Isa,
+        r: usize,
+        xs: &[Act32<'_>],
+        buf: &mut Vec<u8>,
+        out: &mut [f32],
+    ) -> bool {
+        vecdot::dot_row_inputs(isa, self.kind, self.row(r), xs, buf, out)
     }
 
     /// Row `r` of a K-quant kind unpacked for many inputs (`None` for

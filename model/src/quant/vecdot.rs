@@ -9,9 +9,12 @@ use super::kquant;
 use super::q2_k::Q2K;
 use super::q3_k::Q3K;
 use super::q4_k::Q4K;
+use super::q5_0::unpack5;
 use super::q5_k::Q5K;
 use super::q6_k::Q6K;
-use super::simd::{Act32, Blocks, Isa, Quants32, Row32, dot_f32, dot_row32, dot_rows32, lane_sum};
+use super::simd::{
+    Act32, Blocks, Isa, Quants32, Row32, dot_f32, dot_row32, dot_row32_inputs, dot_rows32, lane_sum,
+};
 use crate::TensorKind;
 
 /// Eight f32 accumulators: block b adds into lane b mod 8; the lanes are
@@ -111,6 +114,78 @@ impl Format32 {
             min: self.min,
         }
     }
+}
+
+/// Bytes per block of a row unpacked by `unpack_row32`: the block's first
+/// four bytes (f16 d, then f16 m or the first quant bytes), then its 32
+/// quants as bytes.
+const UNPACKED32: usize = 36;
+
+/// A U4 or U5 row with its quants as bytes, in `buf`, so that many inputs
+/// take it without unpacking it again (the other kinds as they are).
+fn unpack_row32<'a>(f: Format32, row: &'a [u8], buf: &'a mut Vec<u8>) -> Row32<'a> {
+    if !matches!(f.quants, Quants32::U4 | Quants32::U5) {
+        return f.on(row);
+    }
+    buf.resize(row.len() / f.stride * UNPACKED32, 0);
+    for (blk, out) in row
+        .chunks_exact(f.stride)
+        .zip(buf.chunks_exact_mut(UNPACKED32))
+    {
+        let (head, q) = out.split_at_mut(4);
+        head.copy_from_slice(&blk[..4]);
+        let qs = &blk[f.head..];
+        if f.quants == Quants32::U5 {
+            q.copy_from_slice(&unpack5(qs));
+        } else {
+            let (lo, hi) = q.split_at_mut(16);
+            for ((b, l), h) in qs[..16].iter().zip(lo).zip(hi) {
+                *l = b & 0xF;
+                *h = b >> 4;
+            }
+        }
+    }
+    Row32 {
+        w: Blocks {
+            bytes: buf,
+            stride: UNPACKED32,
+            head: 4,
+        },
+        kind: Quants32::U8,
+        offset: f.offset,
+        min: f.min,
+    }
+}
+
+/// Inputs quantized in blocks of 32, as the kernels take them (`None`
+/// when any is not).
+pub(super) fn acts32(inputs: &[Input]) -> Option<Vec<Act32<'_>>> {
+    inputs
+        .iter()
+        .map(|i| match i {
+            Input::Blocks(q) => Some(act32(q)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `out[i] = row · xs[i]` for a row of a 32-element format (false, and
+/// nothing written, for the other kinds): U4 and U5 quants are unpacked
+/// once into `buf`; each result has `dot_row`'s bits.
+pub(super) fn dot_row_inputs(
+    isa: Isa,
+    kind: TensorKind,
+    row: &[u8],
+    xs: &[Act32<'_>],
+    buf: &mut Vec<u8>,
+    out: &mut [f32],
+) -> bool {
+    let Some(f) = format32(kind) else {
+        return false;
+    };
+    let nb = row.len() / f.stride;
+    dot_row32_inputs(isa, unpack_row32(f, row, buf), xs, nb, out);
+    true
 }
 
 /// The kernels' view of an input quantized in blocks of 32.
