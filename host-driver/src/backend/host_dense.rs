@@ -356,9 +356,17 @@ impl AttentionBackend for HostDense {
                         }
                     }
                     (Arithmetic::Reference, Method::Local { window }) => {
-                        let t = reference::local_traced(q_g, &hk.k, &hk.v, group, window)?;
-                        out.extend(t.out);
-                        ReadSet::Tokens(t.tokens)
+                        // Dense over the last `window` tokens, on the same
+                        // fast f32 kernel as `Dense`.
+                        let first = s.saturating_sub(window.max(1));
+                        let (k_w, v_w) = (&hk.k[first * d..s * d], &hk.v[first * d..s * d]);
+                        let mut scores = Vec::with_capacity(s - first);
+                        for qi in q_g.chunks_exact(d) {
+                            let mut o = vec![0f32; d];
+                            model::llama::attend_one(qi, k_w, v_w, &mut scores, &mut o);
+                            out.extend(o);
+                        }
+                        ReadSet::Tokens((first as u32..s as u32).collect())
                     }
                     (Arithmetic::Reference, Method::H2o(p)) => {
                         let t = hk.h2o.step_traced(q_g, &hk.k, &hk.v, group, p)?;

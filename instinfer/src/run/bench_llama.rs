@@ -18,13 +18,84 @@ pub const LLAMA_CPP_PYTHON_VERSION: &str = "0.3.36";
 /// (nothing is installed then).
 pub const PYTHON_ENV: &str = "INSTINFER_LLAMA_CPP_PYTHON";
 
-/// ggml's CPU flags for the source build. A native build
-/// (`GGML_NATIVE=ON`, the default) enables whatever the build machine's
-/// CPU reports, AMX included; on the machines this project runs on the AMX
-/// kernels crash at run time (the CPU reports the tiles, but using them
-/// fails), so the build names the x86 extensions explicitly: AVX2/FMA/F16C
-/// and AVX-512 with VNNI, VBMI and BF16, and every AMX flag off.
-pub const CMAKE_ARGS: &str = "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_BF16=ON -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF";
+/// ggml's CPU flags for the source build, for the CPU this runs on. A
+/// native build (`GGML_NATIVE=ON`, the default) enables whatever the build
+/// machine's CPU reports, AMX included; on some of the machines this
+/// project runs on the AMX kernels crash at run time (the CPU reports the
+/// tiles, but using them fails), so on x86 the build names each extension
+/// explicitly: AVX/AVX2/FMA/F16C and AVX-512 (with VNNI, VBMI and BF16)
+/// each on exactly when this CPU has it (an AVX-512 build dies with an
+/// illegal instruction on an AVX2-only CPU), and every AMX flag off.
+/// Elsewhere the native build is kept.
+pub fn cmake_args() -> String {
+    cmake_args_for(&cpu_features())
+}
+
+/// The x86 extensions `cmake_args` asks about, in its order.
+const X86_FLAGS: [&str; 8] = [
+    "AVX",
+    "AVX2",
+    "FMA",
+    "F16C",
+    "AVX512",
+    "AVX512_VNNI",
+    "AVX512_VBMI",
+    "AVX512_BF16",
+];
+
+/// Which of [`X86_FLAGS`] this CPU has (`None` off x86).
+fn cpu_features() -> Option<[bool; 8]> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        // ggml's GGML_AVX512 compiles with -mavx512f/cd/vl/dq/bw.
+        let avx512 = has!("avx512f")
+            && has!("avx512cd")
+            && has!("avx512vl")
+            && has!("avx512dq")
+            && has!("avx512bw");
+        Some([
+            has!("avx"),
+            has!("avx2"),
+            has!("fma"),
+            has!("f16c"),
+            avx512,
+            avx512 && has!("avx512vnni"),
+            avx512 && has!("avx512vbmi"),
+            avx512 && has!("avx512bf16"),
+        ])
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    None
+}
+
+/// `cmake_args` for a CPU with `features` (`None`: not x86).
+fn cmake_args_for(features: &Option<[bool; 8]>) -> String {
+    let Some(features) = features else {
+        return String::new();
+    };
+    let mut args = vec!["-DGGML_NATIVE=OFF".to_string()];
+    for (flag, on) in X86_FLAGS.iter().zip(features) {
+        args.push(format!("-DGGML_{flag}={}", if *on { "ON" } else { "OFF" }));
+    }
+    for flag in ["AMX_TILE", "AMX_INT8", "AMX_BF16"] {
+        args.push(format!("-DGGML_{flag}=OFF"));
+    }
+    args.join(" ")
+}
+
+/// A short name for the build `cmake_args` makes here, part of the venv's
+/// folder name so that a cache moved to a CPU with other extensions
+/// builds again instead of dying on an instruction it lacks.
+fn build_tag() -> &'static str {
+    match cpu_features() {
+        None => "native",
+        Some(f) if f[5] => "avx512vnni",
+        Some(f) if f[4] => "avx512",
+        Some(f) if f[1] => "avx2",
+        Some(_) => "baseline",
+    }
+}
 
 /// The script: a request on stdin, one JSON line on stdout.
 const SCRIPT: &str = include_str!("llama_cpp_bench.py");
@@ -354,13 +425,17 @@ impl Drop for ScriptFile {
     }
 }
 
-/// The venv llama-cpp-python is built into: `llama-cpp-<version>` next to
-/// the models cache (`$XDG_CACHE_HOME/instinfer`, else
-/// `~/.cache/instinfer`).
+/// The venv llama-cpp-python is built into: `llama-cpp-<version>-<build>`
+/// (the build as [`cmake_args`] makes it on this CPU: `avx512vnni`,
+/// `avx512`, `avx2`, …) next to the models cache
+/// (`$XDG_CACHE_HOME/instinfer`, else `~/.cache/instinfer`).
 pub fn venv_dir() -> Result<PathBuf, LlamaCppError> {
     let models = model::fetch::cache_dir()?;
     let root = models.parent().map_or(models.clone(), Path::to_path_buf);
-    Ok(root.join(format!("llama-cpp-{LLAMA_CPP_PYTHON_VERSION}")))
+    Ok(root.join(format!(
+        "llama-cpp-{LLAMA_CPP_PYTHON_VERSION}-{}",
+        build_tag()
+    )))
 }
 
 /// The Python to run llama.cpp with: `$INSTINFER_LLAMA_CPP_PYTHON` if set
@@ -416,7 +491,7 @@ fn install(dir: &Path) -> Result<(), LlamaCppError> {
     let status = Command::new(&python)
         .args(["-m", "pip", "install", "--no-input"])
         .arg(format!("llama-cpp-python=={LLAMA_CPP_PYTHON_VERSION}"))
-        .env("CMAKE_ARGS", CMAKE_ARGS)
+        .env("CMAKE_ARGS", cmake_args())
         .stdin(Stdio::null())
         .stdout(file)
         .stderr(err)
@@ -570,16 +645,27 @@ mod tests {
         if let Ok(dir) = venv_dir() {
             let models = model::fetch::cache_dir().unwrap();
             assert_eq!(dir.parent(), models.parent());
-            assert!(dir.ends_with("llama-cpp-0.3.36"));
+            let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(name.starts_with("llama-cpp-0.3.36-"), "{name}");
         }
     }
 
     #[test]
-    fn the_source_build_turns_amx_off() {
-        for flag in ["AMX_TILE", "AMX_INT8", "AMX_BF16"] {
-            assert!(CMAKE_ARGS.contains(&format!("-DGGML_{flag}=OFF")));
+    fn the_source_build_turns_amx_off_and_follows_the_cpu() {
+        let avx2_only = cmake_args_for(&Some([true, true, true, true, false, false, false, false]));
+        let avx512 = cmake_args_for(&Some([true; 8]));
+        for args in [&avx2_only, &avx512] {
+            for flag in ["AMX_TILE", "AMX_INT8", "AMX_BF16"] {
+                assert!(args.contains(&format!("-DGGML_{flag}=OFF")), "{args}");
+            }
+            assert!(args.contains("-DGGML_NATIVE=OFF"));
+            assert!(args.contains("-DGGML_AVX2=ON"));
         }
-        assert!(CMAKE_ARGS.contains("-DGGML_NATIVE=OFF"));
+        assert!(avx2_only.contains("-DGGML_AVX512=OFF"));
+        assert!(avx2_only.contains("-DGGML_AVX512_VNNI=OFF"));
+        assert!(avx512.contains("-DGGML_AVX512=ON"));
+        assert!(avx512.contains("-DGGML_AVX512_VNNI=ON"));
+        assert_eq!(cmake_args_for(&None), "");
     }
 
     #[test]

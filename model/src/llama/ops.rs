@@ -82,21 +82,49 @@ pub(crate) fn rms_norm_heads(x: &mut [f32], weight: &[f32], eps: f32) {
     }
 }
 
-/// `gate = silu(gate) ⊙ up`.
+/// `gate = silu(gate) ⊙ up`, on [`exp_approx`].
 pub(crate) fn silu_mul(gate: &mut [f32], up: &[f32]) {
     for (g, u) in gate.iter_mut().zip(up) {
-        *g = *g / (1.0 + (-*g).exp()) * u;
+        *g = *g / (1.0 + exp_approx(-*g)) * u;
     }
 }
 
-/// `gate = gelu(gate) ⊙ up`, GELU in its tanh form (Gemma's GeGLU).
+/// `gate = gelu(gate) ⊙ up`, GELU in its tanh form (Gemma's GeGLU), with
+/// tanh(y) = 1 − 2/(e^{2y} + 1) on [`exp_approx`] (one loop the compiler
+/// vectorizes, where libm's `tanhf` is a call per element).
 pub(crate) fn gelu_mul(gate: &mut [f32], up: &[f32]) {
     // sqrt(2/π)
     const C: f32 = 0.797_884_6;
     for (g, u) in gate.iter_mut().zip(up) {
         let x = *g;
-        *g = 0.5 * x * (1.0 + (C * (x + 0.044_715 * x * x * x)).tanh()) * u;
+        let e = exp_approx(2.0 * C * (x + 0.044_715 * x * x * x));
+        let tanh = 1.0 - 2.0 / (e + 1.0);
+        *g = 0.5 * x * (1.0 + tanh) * u;
     }
+}
+
+/// e^x within a few ulp, without branches or calls, so that a loop over
+/// it vectorizes: x clamped to f32's range, split as n·ln2 + r (|r| ≤
+/// ln2/2, Cody–Waite), e^r by its degree-6 Taylor polynomial, scaled by
+/// 2^n through the exponent bits (in two factors, so that n = 128 gives
+/// +∞). Below −87.3 it returns about 1.2e−38; above 88.7, +∞.
+pub(crate) fn exp_approx(x: f32) -> f32 {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    // ln 2 in two parts: the first has few bits, so n·LN2_HI is exact.
+    const LN2_HI: f32 = 0.693_145_75;
+    const LN2_LO: f32 = 1.428_606_8e-6;
+    // 1.5·2^23: adding and subtracting it rounds to the nearest integer.
+    const ROUND: f32 = 12_582_912.0;
+    let x = x.clamp(-87.336_55, 88.8);
+    let n = (x * LOG2E + ROUND) - ROUND;
+    let r = (x - n * LN2_HI) - n * LN2_LO;
+    let p = 1.0
+        + r * (1.0
+            + r * (0.5
+                + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0))))));
+    let n1 = ((n * 0.5) + ROUND) - ROUND;
+    let pow = |k: f32| f32::from_bits(((k as i32 + 127) << 23) as u32);
+    p * pow(n1) * pow(n - n1)
 }
 
 /// In-place softmax.
@@ -121,6 +149,48 @@ pub(crate) fn weighted_sum(p: &[f32], rows: &[f32], out: &mut [f32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exp_approx_is_within_a_few_ulp_of_exp() {
+        let mut worst = 0f64;
+        let mut x = -87.0f32;
+        while x < 88.5 {
+            let (got, want) = (exp_approx(x) as f64, (x as f64).exp());
+            worst = worst.max(((got - want) / want).abs());
+            x += 0.0137;
+        }
+        assert!(
+            worst < 4.0 * f32::EPSILON as f64,
+            "relative error {worst:e}"
+        );
+        assert_eq!(exp_approx(0.0), 1.0);
+        assert_eq!(exp_approx(200.0), f32::INFINITY);
+        assert!(exp_approx(-200.0) < 1e-37);
+        assert!(exp_approx(f32::NAN).is_nan());
+    }
+
+    #[test]
+    fn gelu_and_silu_match_their_libm_forms() {
+        let xs: Vec<f32> = (-400..400).map(|i| i as f32 * 0.031).collect();
+        let up = vec![1.5f32; xs.len()];
+        let mut g = xs.clone();
+        gelu_mul(&mut g, &up);
+        let mut s = xs.clone();
+        silu_mul(&mut s, &up);
+        for ((x, g), s) in xs.iter().zip(&g).zip(&s) {
+            let x = f64::from(*x);
+            let want_g = 0.75 * x * (1.0 + (0.797_884_6 * (x + 0.044_715 * x * x * x)).tanh());
+            let want_s = 1.5 * x / (1.0 + (-x).exp());
+            assert!(
+                (f64::from(*g) - want_g).abs() <= 1e-6 * (1.0 + want_g.abs()),
+                "gelu({x})"
+            );
+            assert!(
+                (f64::from(*s) - want_s).abs() <= 1e-6 * (1.0 + want_s.abs()),
+                "silu({x})"
+            );
+        }
+    }
 
     #[test]
     fn rope_rotates_adjacent_pairs() {

@@ -10,7 +10,7 @@
 //! d·dx·(first) − dmin·dx·(second) in f32.
 
 use super::act::Q8K;
-use super::simd::{Isa, KBlockInts, kblock};
+use super::simd::{Isa, KBlockInts, KRowInts, Q8KView, kblock, kblocks_inputs};
 use super::vecdot::Lanes;
 
 /// Elements per super-block (ggml's `QK_K`).
@@ -95,28 +95,74 @@ pub(super) fn dequantize<B: KBlock>(row: &[u8], out: &mut [f32]) {
     }
 }
 
-/// A row's super-blocks unpacked once, for the prefill's many inputs.
+/// A row's super-blocks unpacked once, for the prefill's many inputs:
+/// every block's quants, scales and minima per 16, `d` and `dmin`, each
+/// kind of value contiguous.
 pub(super) struct KRow {
-    blocks: Vec<Unpacked>,
+    q: Vec<u8>,
+    sc16: Vec<i16>,
+    m16: Vec<i16>,
+    d: Vec<f32>,
+    dmin: Vec<f32>,
     offset: i32,
     has_min: bool,
 }
 
 /// Unpacks every super-block of `row`.
 pub(super) fn unpack_row<B: KBlock>(row: &[u8]) -> KRow {
-    let blocks = row
-        .chunks_exact(B::BYTES)
-        .map(|blk| {
-            let mut u = Unpacked::new();
-            B::unpack(blk, &mut u);
-            u.expand(B::GROUP);
-            u
-        })
-        .collect();
-    KRow {
-        blocks,
+    let nb = row.len() / B::BYTES;
+    let mut k = KRow {
+        q: Vec::with_capacity(nb * QK_K),
+        sc16: Vec::with_capacity(nb * 16),
+        m16: Vec::with_capacity(nb * 16),
+        d: Vec::with_capacity(nb),
+        dmin: Vec::with_capacity(nb),
         offset: B::OFFSET,
         has_min: B::HAS_MIN,
+    };
+    let mut u = Unpacked::new();
+    for blk in row.chunks_exact(B::BYTES) {
+        B::unpack(blk, &mut u);
+        u.expand(B::GROUP);
+        k.q.extend_from_slice(&u.q);
+        k.sc16.extend_from_slice(&u.sc16);
+        k.m16.extend_from_slice(&u.m16);
+        k.d.push(u.d);
+        k.dmin.push(u.dmin);
+    }
+    k
+}
+
+/// `out[i] = dot(row, xs[i])` (the same bits) on a row unpacked by
+/// `unpack_row`: the integers of every block and input in one call
+/// (`simd::kblocks_inputs`), then `add_block`'s f32 steps in its order.
+pub(super) fn dot_unpacked_inputs(isa: Isa, k: &KRow, xs: &[&Q8K], out: &mut [f32]) {
+    let nb = k.d.len();
+    let views: Vec<Q8KView<'_>> = xs
+        .iter()
+        .map(|x| Q8KView {
+            q: &x.q,
+            bsums: &x.bsums,
+        })
+        .collect();
+    let mut ints = vec![0i32; 2 * nb * xs.len()];
+    let w = KRowInts {
+        q: &k.q,
+        sc: &k.sc16,
+        m: &k.m16,
+        offset: k.offset,
+    };
+    kblocks_inputs(isa, w, &views, &mut ints);
+    for ((x, o), ints) in xs.iter().zip(out).zip(ints.chunks_exact(2 * nb.max(1))) {
+        let mut lanes = Lanes::new();
+        for (b, pair) in ints.chunks_exact(2).enumerate() {
+            let dx = x.d[b];
+            lanes.add(b, (k.d[b] * dx) * pair[0] as f32);
+            if k.has_min {
+                lanes.sub(b, (k.dmin[b] * dx) * pair[1] as f32);
+            }
+        }
+        *o = lanes.sum();
     }
 }
 
@@ -157,15 +203,6 @@ pub(super) fn dot<B: KBlock>(isa: Isa, row: &[u8], x: &Q8K) -> f32 {
         B::unpack(blk, &mut u);
         u.expand(B::GROUP);
         add_block(isa, b, &u, (B::OFFSET, B::HAS_MIN), x, &mut lanes);
-    }
-    lanes.sum()
-}
-
-/// `dot` on a row unpacked by `unpack_row` (the same bits).
-pub(super) fn dot_unpacked(isa: Isa, k: &KRow, x: &Q8K) -> f32 {
-    let mut lanes = Lanes::new();
-    for (b, u) in k.blocks.iter().enumerate() {
-        add_block(isa, b, u, (k.offset, k.has_min), x, &mut lanes);
     }
     lanes.sum()
 }

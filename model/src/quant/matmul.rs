@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use super::act::Input;
+use super::act::{Input, Q8K};
 use super::kquant;
 use super::parallel::threads_for;
 use super::pool::{Job, Pool};
@@ -36,26 +36,31 @@ fn block(
     local.clear();
     local.resize((r1 - r0) * n, 0.0);
     let chunk_n = (INPUT_CHUNK_BYTES / cols.max(1)).clamp(1, n.max(1));
-    let mut buf = Vec::new();
-    let mut col = vec![0f32; chunk_n];
+    let mut buf = vecdot::WideBuf::default();
     let acts = vecdot::acts32(inputs);
+    let kinputs: Option<Vec<&Q8K>> = inputs
+        .iter()
+        .map(|i| match i {
+            Input::K(q) => Some(q),
+            _ => None,
+        })
+        .collect();
     for i0 in (0..n).step_by(chunk_n) {
         let i1 = (i0 + chunk_n).min(n);
         for r in r0..r1 {
-            let dst = &mut local[(r - r0) * n..(r - r0 + 1) * n];
-            let col = &mut col[..i1 - i0];
+            let dst = &mut local[(r - r0) * n + i0..(r - r0) * n + i1];
             if let Some(acts) = &acts
-                && t.dot_row_inputs(isa, r, &acts[i0..i1], &mut buf, col)
+                && t.dot_row_inputs(isa, r, &acts[i0..i1], &mut buf, dst)
             {
-                dst[i0..i1].copy_from_slice(col);
                 continue;
             }
-            let unpacked = t.unpack_k(r);
-            for i in i0..i1 {
-                dst[i] = match (&unpacked, &inputs[i]) {
-                    (Some(k), Input::K(q)) => kquant::dot_unpacked(isa, k, q),
-                    _ => t.dot_row(isa, r, &xs[i * cols..(i + 1) * cols], &inputs[i]),
-                };
+            match (t.unpack_k(r), &kinputs) {
+                (Some(k), Some(xq)) => kquant::dot_unpacked_inputs(isa, &k, &xq[i0..i1], dst),
+                _ => {
+                    for (i, o) in (i0..i1).zip(dst) {
+                        *o = t.dot_row(isa, r, &xs[i * cols..(i + 1) * cols], &inputs[i]);
+                    }
+                }
             }
         }
     }
@@ -98,10 +103,17 @@ impl QTensor {
                 }) as Job
             })
             .collect();
+        // `local` is by weight row, `out` by input: transposed in tiles of
+        // TILE rows, so each input's slice is written whole.
+        const TILE: usize = 16;
         let mut scatter = |r0: usize, local: &[f32]| {
-            for (k, col) in local.chunks_exact(n).enumerate() {
-                for (i, v) in col.iter().enumerate() {
-                    out[i * rows + r0 + k] = *v;
+            let part = local.len() / n;
+            for k0 in (0..part).step_by(TILE) {
+                let k1 = (k0 + TILE).min(part);
+                for (i, o) in out.chunks_exact_mut(rows).enumerate() {
+                    for (k, v) in o[r0 + k0..r0 + k1].iter_mut().enumerate() {
+                        *v = local[(k0 + k) * n + i];
+                    }
                 }
             }
         };

@@ -185,7 +185,7 @@ impl QTensor {
         isa: Isa,
         r: usize,
         xs: &[Act32<'_>],
-        buf: &mut Vec<u8>,
+        buf: &mut vecdot::WideBuf,
         out: &mut [f32],
     ) -> bool {
         vecdot::dot_row_inputs(isa, self.kind, self.row(r), xs, buf, out)

@@ -4,16 +4,16 @@
 //! one fixed order, so the result has the same bits on every path.
 
 use super::act::{Input, Q8Blocks};
-use super::float;
+use super::float::{self, f16_at};
 use super::kquant;
 use super::q2_k::Q2K;
 use super::q3_k::Q3K;
 use super::q4_k::Q4K;
-use super::q5_0::unpack5;
 use super::q5_k::Q5K;
 use super::q6_k::Q6K;
 use super::simd::{
-    Act32, Blocks, Isa, Quants32, Row32, dot_f32, dot_row32, dot_row32_inputs, dot_rows32, lane_sum,
+    Act32, Blocks, Isa, Quants32, Row32, Wide32, dot_f32, dot_row32, dot_rows32, dot_wide32_inputs,
+    lane_sum, unpack32,
 };
 use crate::TensorKind;
 
@@ -116,44 +116,41 @@ impl Format32 {
     }
 }
 
-/// Bytes per block of a row unpacked by `unpack_row32`: the block's first
-/// four bytes (f16 d, then f16 m or the first quant bytes), then its 32
-/// quants as bytes.
-const UNPACKED32: usize = 36;
+/// A buffer a row of a 32-element format is unpacked into for many
+/// inputs ([`Wide32`]), reused from row to row.
+#[derive(Default)]
+pub(super) struct WideBuf {
+    q: Vec<u8>,
+    d: Vec<f32>,
+    m: Vec<f32>,
+}
 
-/// A U4 or U5 row with its quants as bytes, in `buf`, so that many inputs
-/// take it without unpacking it again (the other kinds as they are).
-fn unpack_row32<'a>(f: Format32, row: &'a [u8], buf: &'a mut Vec<u8>) -> Row32<'a> {
-    if !matches!(f.quants, Quants32::U4 | Quants32::U5) {
-        return f.on(row);
-    }
-    buf.resize(row.len() / f.stride * UNPACKED32, 0);
-    for (blk, out) in row
-        .chunks_exact(f.stride)
-        .zip(buf.chunks_exact_mut(UNPACKED32))
-    {
-        let (head, q) = out.split_at_mut(4);
-        head.copy_from_slice(&blk[..4]);
-        let qs = &blk[f.head..];
-        if f.quants == Quants32::U5 {
-            q.copy_from_slice(&unpack5(qs));
-        } else {
-            let (lo, hi) = q.split_at_mut(16);
-            for ((b, l), h) in qs[..16].iter().zip(lo).zip(hi) {
-                *l = b & 0xF;
-                *h = b >> 4;
+impl WideBuf {
+    /// `row` (of format `f`) unpacked: quants as bytes, scales (and
+    /// minimums) as f32, zero-padded to whole groups of 8 blocks.
+    fn unpack(&mut self, isa: Isa, f: Format32, row: &[u8]) -> Wide32<'_> {
+        let nb = row.len() / f.stride;
+        let padded = nb.div_ceil(8) * 8;
+        self.q.clear();
+        self.q.resize(32 * padded, 0);
+        unpack32(isa, f.on(row), &mut self.q[..32 * nb]);
+        self.d.clear();
+        self.d.resize(padded, 0.0);
+        self.m.clear();
+        self.m.resize(if f.min { padded } else { 0 }, 0.0);
+        for (b, blk) in row.chunks_exact(f.stride).enumerate() {
+            self.d[b] = f16_at(blk[0], blk[1]);
+            if f.min {
+                self.m[b] = f16_at(blk[2], blk[3]);
             }
         }
-    }
-    Row32 {
-        w: Blocks {
-            bytes: buf,
-            stride: UNPACKED32,
-            head: 4,
-        },
-        kind: Quants32::U8,
-        offset: f.offset,
-        min: f.min,
+        Wide32 {
+            q: &self.q,
+            d: &self.d,
+            m: f.min.then_some(&self.m[..]),
+            signed: f.quants == Quants32::I8,
+            offset: f.offset,
+        }
     }
 }
 
@@ -170,21 +167,20 @@ pub(super) fn acts32(inputs: &[Input]) -> Option<Vec<Act32<'_>>> {
 }
 
 /// `out[i] = row · xs[i]` for a row of a 32-element format (false, and
-/// nothing written, for the other kinds): U4 and U5 quants are unpacked
-/// once into `buf`; each result has `dot_row`'s bits.
+/// nothing written, for the other kinds): the row is unpacked once into
+/// `buf`; each result has `dot_row`'s bits.
 pub(super) fn dot_row_inputs(
     isa: Isa,
     kind: TensorKind,
     row: &[u8],
     xs: &[Act32<'_>],
-    buf: &mut Vec<u8>,
+    buf: &mut WideBuf,
     out: &mut [f32],
 ) -> bool {
     let Some(f) = format32(kind) else {
         return false;
     };
-    let nb = row.len() / f.stride;
-    dot_row32_inputs(isa, unpack_row32(f, row, buf), xs, nb, out);
+    dot_wide32_inputs(isa, buf.unpack(isa, f, row), xs, out);
     true
 }
 
