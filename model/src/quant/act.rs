@@ -62,23 +62,49 @@ fn f16_round(v: f32) -> f32 {
 fn q8_blocks(x: &[f32]) -> Q8Blocks {
     let n = x.len() / 32;
     let mut out = Q8Blocks {
-        q: Vec::with_capacity(n * 32),
+        q: vec![0; n * 32],
         d: Vec::with_capacity(n),
         sum: Vec::with_capacity(n),
         s: Vec::with_capacity(n),
     };
-    for b in x.chunks_exact(32) {
-        let amax = b.iter().fold(0f32, |a, v| a.max(v.abs()));
+    for (b, q) in x.chunks_exact(32).zip(out.q.chunks_exact_mut(32)) {
+        let amax = abs_max(b);
         let d = amax / 127.0;
         let id = if d != 0.0 { 1.0 / d } else { 0.0 };
-        let start = out.q.len();
-        out.q.extend(b.iter().map(|v| (v * id).round() as i8));
-        let sum: i32 = out.q[start..].iter().map(|q| i32::from(*q)).sum();
+        for (q, v) in q.iter_mut().zip(b) {
+            *q = round_half_away(v * id) as i8;
+        }
+        let sum: i32 = q.iter().map(|q| i32::from(*q)).sum();
         out.d.push(f16_round(d));
         out.sum.push(sum);
         out.s.push(f16_round(sum as f32 * d));
     }
     out
+}
+
+/// max |v| (0 for none), written so that it vectorizes.
+fn abs_max(b: &[f32]) -> f32 {
+    b.iter()
+        .fold(0f32, |a, v| if v.abs() > a { v.abs() } else { a })
+}
+
+/// 1.5·2^23: for |x| < 2^22, (x + ROUND) − ROUND is x rounded to the
+/// nearest integer, ties to even (in the default rounding mode).
+const ROUND: f32 = 12_582_912.0;
+
+/// `x.round_ties_even()` for |x| < 2^22, without a call (`rintf` is not
+/// inlined without SSE4.1), so that loops over it vectorize.
+fn round_even(x: f32) -> f32 {
+    ((x.abs() + ROUND) - ROUND).copysign(x)
+}
+
+/// `x.round()` (half away from zero) for |x| < 2^22, the same way.
+fn round_half_away(x: f32) -> f32 {
+    let a = x.abs();
+    let r = (a + ROUND) - ROUND;
+    // A tie rounded down to even goes up instead (a − r is exact here).
+    let r = if a - r == 0.5 { r + 1.0 } else { r };
+    r.copysign(x)
 }
 
 /// ggml's `quantize_row_q8_K`: the element of largest magnitude maps to
@@ -92,23 +118,17 @@ fn q8_k(x: &[f32]) -> Q8K {
         bsums: Vec::with_capacity(n * 16),
     };
     for b in x.chunks_exact(QK_K) {
-        let (mut amax, mut max) = (0f32, 0f32);
-        for v in b {
-            if v.abs() > amax {
-                amax = v.abs();
-                max = *v;
-            }
-        }
+        // The first element of largest magnitude.
+        let amax = abs_max(b);
+        let max = b.iter().copied().find(|v| v.abs() == amax).unwrap_or(0.0);
         let start = out.q.len();
         if amax == 0.0 {
             out.d.push(0.0);
             out.q.extend(std::iter::repeat_n(0i8, QK_K));
         } else {
             let iscale = -127.0 / max;
-            out.q.extend(
-                b.iter()
-                    .map(|v| (iscale * v).round_ties_even().min(127.0) as i8),
-            );
+            out.q
+                .extend(b.iter().map(|v| round_even(iscale * v).min(127.0) as i8));
             out.d.push(1.0 / iscale);
         }
         out.bsums.extend(
@@ -140,5 +160,62 @@ impl Input {
                     .collect()
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn branch_free_rounding_matches_std() {
+        let mut x = -130.0f32;
+        while x < 130.0 {
+            for v in [
+                x,
+                x + 0.5,
+                x - 0.5,
+                x + 0.499_999_97,
+                x.next_up(),
+                x.next_down(),
+            ] {
+                assert_eq!(
+                    round_even(v).to_bits(),
+                    v.round_ties_even().to_bits(),
+                    "{v}"
+                );
+                assert_eq!(round_half_away(v).to_bits(), v.round().to_bits(), "{v}");
+            }
+            x += 0.25;
+        }
+        for v in [
+            0.499_999_97f32,
+            -0.499_999_97,
+            0.5,
+            -0.5,
+            1.5,
+            2.5,
+            -2.5,
+            0.0,
+            -0.0,
+        ] {
+            assert_eq!(round_half_away(v).to_bits(), v.round().to_bits(), "{v}");
+            assert_eq!(
+                round_even(v).to_bits(),
+                v.round_ties_even().to_bits(),
+                "{v}"
+            );
+        }
+    }
+
+    #[test]
+    fn q8_k_takes_the_first_element_of_largest_magnitude() {
+        let mut x = vec![0.25f32; QK_K];
+        x[3] = -2.0;
+        x[9] = 2.0;
+        let k = q8_k(&x);
+        // max = −2 → iscale = 63.5 > 0; x[3] maps to −127.
+        assert_eq!(k.q[3], -127);
+        assert_eq!(k.q[9], 127);
     }
 }

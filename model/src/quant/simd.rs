@@ -888,51 +888,65 @@ mod x86 {
         }
     }
 
+    /// Two blocks (`i`, `i + 1`, those below `n`) of `q` against each of
+    /// `P` inputs, their 8-lane sums folded pairwise (`vphaddd`).
+    ///
+    /// # Safety
+    /// As `wide_ints`.
+    #[inline(always)]
+    unsafe fn wide_pair<const VNNI: bool, const S: bool, const P: usize>(
+        q: *const u8,
+        x: &[*const i8; P],
+        i: usize,
+        n: usize,
+    ) -> [__m256i; P] {
+        // SAFETY: as documented.
+        unsafe {
+            let zero = _mm256_setzero_si256();
+            let mut v = [[zero; 2]; P];
+            for k in 0..2 {
+                if i + k < n {
+                    let qv = _mm256_loadu_si256(q.add(32 * (i + k)).cast());
+                    for j in 0..P {
+                        let xv = _mm256_loadu_si256(x[j].add(32 * (i + k)).cast());
+                        v[j][k] = if S {
+                            dot::<VNNI>(_mm256_sign_epi8(qv, qv), _mm256_sign_epi8(xv, qv))
+                        } else {
+                            dot::<VNNI>(qv, xv)
+                        };
+                    }
+                }
+            }
+            std::array::from_fn(|j| _mm256_hadd_epi32(v[j][0], v[j][1]))
+        }
+    }
+
     /// The integer sums of blocks `0..n` (n ≤ 8) of `q` with each of `P`
-    /// inputs, block b in lane b (lanes `n..` zero): `reduce8`'s tree, built
-    /// as the dot products arrive so that few registers are live.
+    /// inputs, block b in lane b (lanes `n..` zero): `reduce8`'s tree,
+    /// folded as the dot products arrive so that few registers are live.
     ///
     /// # Safety
     /// `q` points at 8 blocks of 32 bytes, each `x` at `n`; AVX2 code only.
     #[inline(always)]
     unsafe fn wide_ints<const VNNI: bool, const S: bool, const P: usize>(
         q: *const u8,
-        x: [*const i8; P],
+        x: &[*const i8; P],
         n: usize,
     ) -> [__m256i; P] {
         // SAFETY: as documented.
         unsafe {
-            let zero = _mm256_setzero_si256();
-            let mut h = [[zero; 4]; P];
-            for (pair, hp) in (0..4).zip(0..4) {
-                let mut v = [[zero; 2]; P];
-                for (k, i) in [2 * pair, 2 * pair + 1].into_iter().enumerate() {
-                    if i < n {
-                        let qv = _mm256_loadu_si256(q.add(32 * i).cast());
-                        for j in 0..P {
-                            let xv = _mm256_loadu_si256(x[j].add(32 * i).cast());
-                            v[j][k] = if S {
-                                dot::<VNNI>(_mm256_sign_epi8(qv, qv), _mm256_sign_epi8(xv, qv))
-                            } else {
-                                dot::<VNNI>(qv, xv)
-                            };
-                        }
-                    }
-                }
-                for j in 0..P {
-                    h[j][hp] = _mm256_hadd_epi32(v[j][0], v[j][1]);
-                }
-            }
-            let mut out = [zero; P];
-            for j in 0..P {
-                let a = _mm256_hadd_epi32(h[j][0], h[j][1]);
-                let b = _mm256_hadd_epi32(h[j][2], h[j][3]);
-                out[j] = _mm256_add_epi32(
-                    _mm256_permute2x128_si256::<0x20>(a, b),
-                    _mm256_permute2x128_si256::<0x31>(a, b),
-                );
-            }
-            out
+            let h0 = wide_pair::<VNNI, S, P>(q, x, 0, n);
+            let h1 = wide_pair::<VNNI, S, P>(q, x, 2, n);
+            let a: [__m256i; P] = std::array::from_fn(|j| _mm256_hadd_epi32(h0[j], h1[j]));
+            let h2 = wide_pair::<VNNI, S, P>(q, x, 4, n);
+            let h3 = wide_pair::<VNNI, S, P>(q, x, 6, n);
+            std::array::from_fn(|j| {
+                let b = _mm256_hadd_epi32(h2[j], h3[j]);
+                _mm256_add_epi32(
+                    _mm256_permute2x128_si256::<0x20>(a[j], b),
+                    _mm256_permute2x128_si256::<0x31>(a[j], b),
+                )
+            })
         }
     }
 
@@ -955,7 +969,13 @@ mod x86 {
             for g in (0..nb).step_by(8) {
                 let n = (nb - g).min(8);
                 let xq: [*const i8; P] = std::array::from_fn(|j| xs[j].q[32 * g..].as_ptr());
-                let ints = wide_ints::<VNNI, S, P>(w.q[32 * g..].as_ptr(), xq, n);
+                let wq = w.q[32 * g..].as_ptr();
+                // A whole group with a constant count, so the checks fold.
+                let ints = if n == 8 {
+                    wide_ints::<VNNI, S, P>(wq, &xq, 8)
+                } else {
+                    wide_ints::<VNNI, S, P>(wq, &xq, n)
+                };
                 let dw = _mm256_loadu_ps(w.d[g..].as_ptr());
                 let load = _mm256_cmpgt_epi32(_mm256_set1_epi32(n as i32), lanes);
                 for j in 0..P {
@@ -1131,40 +1151,7 @@ mod x86 {
     /// scales and the minima with `vpmaddwd`.
     #[inline(always)]
     fn kblock<const VNNI: bool>(w: KBlockInts<'_>, x: &[i8; 256], bs: &[i16; 16]) -> (i32, i32) {
-        // SAFETY: fixed-length arrays; register operations; inlined into
-        // AVX2 code (and VNNI code when `VNNI`).
-        unsafe {
-            let s = _mm256_loadu_si256(w.sc.as_ptr().cast());
-            // Low lane: the dword's low i16 repeated; high lane: its high.
-            let pick = _mm256_setr_epi8(
-                0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3,
-                2, 3, 2, 3,
-            );
-            let mut acc = _mm256_setzero_si256();
-            for k in 0..8 {
-                let qv = _mm256_loadu_si256(w.q.as_ptr().add(32 * k).cast());
-                let xv = _mm256_loadu_si256(x.as_ptr().add(32 * k).cast());
-                let p = _mm256_maddubs_epi16(qv, xv);
-                let sk = _mm256_shuffle_epi8(
-                    _mm256_permutevar8x32_epi32(s, _mm256_set1_epi32(k as i32)),
-                    pick,
-                );
-                acc = if VNNI {
-                    _mm256_dpwssd_epi32(acc, p, sk)
-                } else {
-                    _mm256_add_epi32(acc, _mm256_madd_epi16(p, sk))
-                };
-            }
-            let bsv = _mm256_loadu_si256(bs.as_ptr().cast());
-            let sbs = _mm256_madd_epi16(s, bsv);
-            let isum = _mm256_sub_epi32(acc, _mm256_mullo_epi32(sbs, _mm256_set1_epi32(w.offset)));
-            let imin = _mm256_madd_epi16(_mm256_loadu_si256(w.m.as_ptr().cast()), bsv);
-            // [i, i, m, m | i, i, m, m] → [I, M, I, M].
-            let h = _mm256_hadd_epi32(isum, imin);
-            let h = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256::<1>(h));
-            let h = _mm_hadd_epi32(h, h);
-            (_mm_cvtsi128_si32(h), _mm_extract_epi32::<1>(h))
-        }
+        kblock_p::<VNNI, 1>(w, [x], [bs])[0]
     }
 
     /// # Safety
@@ -1189,17 +1176,97 @@ mod x86 {
         kblock::<true>(w, x, bs)
     }
 
+    /// `kblock` of one super-block against `P` inputs: each 32 quants and
+    /// their scales loaded once for all of them.
+    #[inline(always)]
+    fn kblock_p<const VNNI: bool, const P: usize>(
+        w: KBlockInts<'_>,
+        x: [&[i8; 256]; P],
+        bs: [&[i16; 16]; P],
+    ) -> [(i32, i32); P] {
+        // SAFETY: fixed-length arrays; register operations; inlined into
+        // AVX2 code (and VNNI code when `VNNI`).
+        unsafe {
+            let s = _mm256_loadu_si256(w.sc.as_ptr().cast());
+            let pick = _mm256_setr_epi8(
+                0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3,
+                2, 3, 2, 3,
+            );
+            let mut acc = [_mm256_setzero_si256(); P];
+            for k in 0..8 {
+                let qv = _mm256_loadu_si256(w.q.as_ptr().add(32 * k).cast());
+                let sk = _mm256_shuffle_epi8(
+                    _mm256_permutevar8x32_epi32(s, _mm256_set1_epi32(k as i32)),
+                    pick,
+                );
+                for j in 0..P {
+                    let xv = _mm256_loadu_si256(x[j].as_ptr().add(32 * k).cast());
+                    let p = _mm256_maddubs_epi16(qv, xv);
+                    acc[j] = if VNNI {
+                        _mm256_dpwssd_epi32(acc[j], p, sk)
+                    } else {
+                        _mm256_add_epi32(acc[j], _mm256_madd_epi16(p, sk))
+                    };
+                }
+            }
+            let m = _mm256_loadu_si256(w.m.as_ptr().cast());
+            let off = _mm256_set1_epi32(w.offset);
+            let mut out = [(0, 0); P];
+            for j in 0..P {
+                let bsv = _mm256_loadu_si256(bs[j].as_ptr().cast());
+                let sbs = _mm256_madd_epi16(s, bsv);
+                let isum = _mm256_sub_epi32(acc[j], _mm256_mullo_epi32(sbs, off));
+                let imin = _mm256_madd_epi16(m, bsv);
+                let h = _mm256_hadd_epi32(isum, imin);
+                let h = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256::<1>(h));
+                let h = _mm_hadd_epi32(h, h);
+                out[j] = (_mm_cvtsi128_si32(h), _mm_extract_epi32::<1>(h));
+            }
+            out
+        }
+    }
+
+    /// Inputs `xs` (`P` of them) against every super-block.
+    #[inline(always)]
+    fn kblocks_p<const VNNI: bool, const P: usize>(
+        w: KRowInts<'_>,
+        xs: &[Q8KView<'_>],
+        out: &mut [i32],
+    ) {
+        let nb = w.q.len() / 256;
+        for b in 0..nb {
+            let x: [&[i8; 256]; P] =
+                std::array::from_fn(|j| xs[j].q[256 * b..256 * (b + 1)].try_into().expect("256"));
+            let bs: [&[i16; 16]; P] =
+                std::array::from_fn(|j| xs[j].bsums[16 * b..16 * (b + 1)].try_into().expect("16"));
+            let sums = kblock_p::<VNNI, P>(w.block(b), x, bs);
+            for (j, (isum, imin)) in sums.into_iter().enumerate() {
+                out[2 * (j * nb + b)] = isum;
+                out[2 * (j * nb + b) + 1] = imin;
+            }
+        }
+    }
+
     #[inline(always)]
     fn kblocks<const VNNI: bool>(w: KRowInts<'_>, xs: &[Q8KView<'_>], out: &mut [i32]) {
-        let nb = w.q.len() / 256;
-        for (x, o) in xs.iter().zip(out.chunks_exact_mut(2 * nb.max(1))) {
-            for (b, pair) in o.chunks_exact_mut(2).enumerate() {
-                let xq: &[i8; 256] = x.q[256 * b..256 * (b + 1)].try_into().expect("256");
-                let bs: &[i16; 16] = x.bsums[16 * b..16 * (b + 1)].try_into().expect("16");
-                let (isum, imin) = kblock::<VNNI>(w.block(b), xq, bs);
-                pair[0] = isum;
-                pair[1] = imin;
-            }
+        let per = 2 * (w.q.len() / 256);
+        let mut j = 0;
+        while j < xs.len() {
+            let o = &mut out[j * per..];
+            j += match xs.len() - j {
+                1 => {
+                    kblocks_p::<VNNI, 1>(w, &xs[j..], o);
+                    1
+                }
+                2 | 3 => {
+                    kblocks_p::<VNNI, 2>(w, &xs[j..], o);
+                    2
+                }
+                _ => {
+                    kblocks_p::<VNNI, 4>(w, &xs[j..], o);
+                    4
+                }
+            };
         }
     }
 
