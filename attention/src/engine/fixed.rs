@@ -14,30 +14,29 @@ pub const FX_MAX: i32 = 65504 << FRAC;
 /// `Fx = s · 2^(e − 11)`: a left shift for `e ≥ 11` (at most `2047 << 19`,
 /// below 2^30) or a rounded right shift by `11 − e ∈ 1..=10`. NaN → 0,
 /// ±Inf → ±[`FX_MAX`].
+///
+/// Written without branches on the value (selects and shifts by computed
+/// amounts), because key and value elements straddle 2^−4 at random and a
+/// branch on the exponent is mispredicted about half the time.
+#[inline]
 pub fn fx(h: u16) -> i32 {
-    let negative = h & 0x8000 != 0;
-    let exp = u32::from((h >> 10) & 0x1F);
-    let man = i32::from(h & 0x03FF);
-    let magnitude = if exp == 0x1F {
-        if man != 0 {
-            return 0;
-        }
-        FX_MAX
+    let h = u32::from(h);
+    let exp = (h >> 10) & 0x1F;
+    let man = h & 0x03FF;
+    let s = if exp == 0 { man } else { man | 0x400 };
+    let e = exp.max(1);
+    let left = e.saturating_sub(11);
+    let right = 11u32.saturating_sub(e);
+    // Magnitude rounding with +half = half away from zero after the sign.
+    let half = (1u32 << right) >> 1;
+    let finite = ((s << left) + half) >> right;
+    let special = if man != 0 { 0 } else { FX_MAX as u32 };
+    let magnitude = if exp == 0x1F { special } else { finite } as i32;
+    if h & 0x8000 != 0 {
+        -magnitude
     } else {
-        let (s, e) = if exp == 0 {
-            (man, 1)
-        } else {
-            (man | 0x400, exp)
-        };
-        if e >= 11 {
-            s << (e - 11)
-        } else {
-            let n = 11 - e;
-            // Magnitude rounding with +half = half away from zero after the sign.
-            (s + (1 << (n - 1))) >> n
-        }
-    };
-    if negative { -magnitude } else { magnitude }
+        magnitude
+    }
 }
 
 /// Fx → f32, for the host side (exact for every |x| < 2^24).
@@ -57,13 +56,22 @@ pub fn f32_to_f16_bits(x: f32) -> u16 {
 /// addition makes the result independent of summation order. Pairs beyond
 /// the shorter slice are ignored (callers pass equal lengths).
 pub fn dot(q: &[i32], k: &[u16]) -> i128 {
+    dot_fx(q, k.iter().map(|&b| fx(b)))
+}
+
+/// `dot` with the keys already in Fx (`k_fx[i] = fx(k_i)`).
+#[inline]
+pub fn dot_fx(q: &[i32], k_fx: impl IntoIterator<Item = i32> + Clone) -> i128 {
+    if sums_fit_i64(q) {
+        return i128::from(dot_fx_i64(q, k_fx));
+    }
     // Each product is below 2^61, so it fits i64; the running sum stays
     // in i64 until an add would overflow, and only then moves to i128
     // (integer sums in any grouping are the same number).
     let mut total = 0i128;
     let mut run = 0i64;
-    for (&a, &b) in q.iter().zip(k) {
-        let p = i64::from(a) * i64::from(fx(b));
+    for (&a, b) in q.iter().zip(k_fx) {
+        let p = i64::from(a) * i64::from(b);
         match run.checked_add(p) {
             Some(s) => run = s,
             None => {
@@ -73,6 +81,29 @@ pub fn dot(q: &[i32], k: &[u16]) -> i128 {
         }
     }
     total + i128::from(run)
+}
+
+/// Whether every partial sum of `q` against any Fx key fits an i64:
+/// max|q| · max|Fx| · len < 2^63 (the common case by far).
+#[inline]
+pub fn sums_fit_i64(q: &[i32]) -> bool {
+    let qmax = q
+        .iter()
+        .map(|a| u64::from(a.unsigned_abs()))
+        .max()
+        .unwrap_or(0);
+    u128::from(qmax) * FX_MAX as u128 * (q.len() as u128) < 1 << 63
+}
+
+/// `dot_fx` as a plain i64 sum: exact when [`sums_fit_i64`]`(q)` (no
+/// partial sum can leave i64), so callers that check it once per query
+/// skip the checks per key.
+#[inline]
+pub fn dot_fx_i64(q: &[i32], k_fx: impl IntoIterator<Item = i32>) -> i64 {
+    q.iter()
+        .zip(k_fx)
+        .map(|(&a, b)| i64::from(a) * i64::from(b))
+        .sum()
 }
 
 /// floor(√n), digit by digit (no floats, deterministic on every target).
@@ -148,6 +179,21 @@ pub fn logit(q: &[i32], k: &[u16], c: u32) -> i32 {
     saturate_i32((dot(q, k) * i128::from(c)) >> 28)
 }
 
+/// [`logit`] with the key already in Fx (`k_fx[i] = fx(k_i)`): the same
+/// number, for callers that take one key against several query heads.
+#[inline]
+pub fn logit_fx(q: &[i32], k_fx: &[i32], c: u32) -> i32 {
+    saturate_i32((dot_fx(q, k_fx.iter().copied()) * i128::from(c)) >> 28)
+}
+
+/// [`logit_fx`] for a query with [`sums_fit_i64`] (checked by the caller
+/// once for many keys; the same number).
+#[inline]
+pub fn logit_fx_i64(q: &[i32], k_fx: &[i32], c: u32) -> i32 {
+    let d = dot_fx_i64(q, k_fx.iter().copied());
+    saturate_i32((i128::from(d) * i128::from(c)) >> 28)
+}
+
 /// [`logit`] on chosen dims: `Σ_t q_h[dims[t]] · fx(k_dims[t])`, scaled the
 /// same way. `k_dims` holds the key's elements at `dims`, in that order.
 /// Equal to `logit(q_h restricted to dims, k_dims, c)`.
@@ -186,6 +232,25 @@ mod tests {
     fn fx_matches_spec_on_every_fp16() {
         for h in 0..=u16::MAX {
             assert_eq!(fx(h), fx_spec(h), "bits {h:#06x}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn logit_fx_paths_equal_logit(
+            q in proptest::collection::vec(any::<i32>(), 1..40),
+            small in proptest::collection::vec(-(1i32 << 20)..(1 << 20), 1..40),
+            k in proptest::collection::vec(any::<u16>(), 40),
+            c in 0u32..(1 << 20),
+        ) {
+            for q in [&q, &small] {
+                let k = &k[..q.len()];
+                let kf: Vec<i32> = k.iter().map(|&b| fx(b)).collect();
+                prop_assert_eq!(logit_fx(q, &kf, c), logit(q, k, c));
+                if sums_fit_i64(q) {
+                    prop_assert_eq!(logit_fx_i64(q, &kf, c), logit(q, k, c));
+                }
+            }
         }
     }
 

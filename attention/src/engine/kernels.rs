@@ -31,6 +31,15 @@ pub fn accumulate(acc: &mut [i64], p: u32, v_row: &[u16]) {
     }
 }
 
+/// [`accumulate`] with the row already in Fx (`v_fx[i] = fx(v_i)`).
+#[inline]
+pub fn accumulate_fx(acc: &mut [i64], p: u32, v_fx: &[i32]) {
+    let p = i64::from(p);
+    for (a, &v) in acc.iter_mut().zip(v_fx) {
+        *a += p * i64::from(v);
+    }
+}
+
 /// vsum_i += fx(v_i) (|vsum| ≤ S · 2^30 < 2^62 for S < 2^32).
 pub fn add_vsum(vsum: &mut [i64], v_row: &[u16]) {
     for (a, &v) in vsum.iter_mut().zip(v_row) {

@@ -96,6 +96,8 @@ impl EngineWork {
 pub struct SoftEngine {
     /// Work done so far.
     pub work: EngineWork,
+    /// One row in Fx (scratch), taken against every query head.
+    row_fx: Vec<i32>,
 }
 
 impl Engine for SoftEngine {
@@ -105,10 +107,25 @@ impl Engine for SoftEngine {
             return;
         }
         let n = job.rows.len() / w;
-        for (h, &scale) in job.scales.iter().enumerate() {
-            let q = &job.queries[h * w..(h + 1) * w];
-            for (j, row) in job.rows.chunks_exact(w).enumerate() {
-                job.out[h * job.out_stride + job.out_offset + j] = model::logit(q, row, scale);
+        // Each row in Fx once, for every query head; a head whose sums
+        // fit an i64 (checked once) takes the plain sum.
+        let fits: Vec<bool> = job
+            .queries
+            .chunks_exact(w)
+            .take(job.scales.len())
+            .map(model::sums_fit_i64)
+            .collect();
+        let row_fx = &mut self.row_fx;
+        for (j, row) in job.rows.chunks_exact(w).enumerate() {
+            row_fx.clear();
+            row_fx.extend(row.iter().map(|&b| model::fx(b)));
+            for (h, (&scale, &fit)) in job.scales.iter().zip(&fits).enumerate() {
+                let q = &job.queries[h * w..(h + 1) * w];
+                job.out[h * job.out_stride + job.out_offset + j] = if fit {
+                    model::logit_fx_i64(q, row_fx, scale)
+                } else {
+                    model::logit_fx(q, row_fx, scale)
+                };
             }
         }
         self.work.macs += (n * w * job.scales.len()) as u64;
@@ -133,11 +150,13 @@ impl Engine for SoftEngine {
             return;
         }
         let g = job.acc.len() / d;
-        for h in 0..g {
-            let acc = &mut job.acc[h * d..(h + 1) * d];
-            for (j, row) in job.rows.chunks_exact(d).enumerate() {
+        let row_fx = &mut self.row_fx;
+        for (j, row) in job.rows.chunks_exact(d).enumerate() {
+            row_fx.clear();
+            row_fx.extend(row.iter().map(|&b| model::fx(b)));
+            for (h, acc) in job.acc.chunks_exact_mut(d).take(g).enumerate() {
                 let p = job.probs[h * job.probs_stride + job.probs_offset + j];
-                model::accumulate(acc, p, row);
+                model::accumulate_fx(acc, p, row_fx);
             }
         }
         self.work.macs += (job.rows.len() * g) as u64;

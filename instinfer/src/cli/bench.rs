@@ -188,6 +188,11 @@ pub struct ModelArgs {
     /// Generated tokens.
     #[arg(long, default_value_t = 32)]
     decode_tokens: usize,
+    /// Timed rounds: every row (and llama.cpp) once per round, the rounds
+    /// one after another, so a machine whose speed drifts slows every
+    /// engine alike; the table shows each row's median.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
+    rounds: u32,
     /// The model: a known name (`instinfer model list`; default
     /// smollm2-135m), fetched into the cache on first use, or a GGUF file.
     #[arg(long, value_name = "NAME|PATH")]
@@ -401,6 +406,7 @@ fn model_bench(a: ModelArgs) -> Result<(), RunError> {
     let p = ModelBenchParams {
         prompt_tokens: a.prompt_tokens,
         decode_tokens: a.decode_tokens,
+        rounds: a.rounds as usize,
         ..Default::default()
     };
     let llama = python.map(|python| LlamaCppSetup {

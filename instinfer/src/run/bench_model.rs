@@ -32,6 +32,9 @@ pub struct ModelBenchParams {
     pub decode_tokens: usize,
     /// Flash page size of the simulated drive.
     pub page_size: u32,
+    /// Timed rounds (at least one): every row and llama.cpp once per
+    /// round; rates are the median over the rounds.
+    pub rounds: usize,
 }
 
 impl Default for ModelBenchParams {
@@ -40,6 +43,7 @@ impl Default for ModelBenchParams {
             prompt_tokens: 512,
             decode_tokens: 32,
             page_size: 4096,
+            rounds: 1,
         }
     }
 }
@@ -85,8 +89,35 @@ pub const GREEDY_TOKENS: usize = 32;
 pub struct ModelBenchRow {
     /// What ran.
     pub name: String,
-    /// The run.
+    /// The first round's run (its virtual time and pages are those of
+    /// every round: the device model is deterministic).
     pub summary: RunSummary,
+    /// Prefill and decode tokens/s (wall clock) of every round.
+    pub rates: Vec<(f64, f64)>,
+}
+
+impl ModelBenchRow {
+    /// Median prefill and decode tokens/s over the rounds.
+    pub fn median(&self) -> (f64, f64) {
+        median_rates(&self.rates)
+    }
+}
+
+/// Median of each of the two rates (the mean of the middle two for an
+/// even count; zeros for none).
+pub fn median_rates(rates: &[(f64, f64)]) -> (f64, f64) {
+    let med = |mut v: Vec<f64>| -> f64 {
+        v.sort_by(f64::total_cmp);
+        match v.len() {
+            0 => 0.0,
+            n if n % 2 == 1 => v[n / 2],
+            n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+        }
+    };
+    (
+        med(rates.iter().map(|r| r.0).collect()),
+        med(rates.iter().map(|r| r.1).collect()),
+    )
 }
 
 /// The bench's results.
@@ -116,8 +147,11 @@ pub struct ModelBenchReport {
 pub struct LlamaCppReport {
     /// `llama_cpp.__version__`.
     pub version: String,
-    /// The timed run (same prompt ids and token budget as the rows).
+    /// The first round's timed run (same prompt ids and token budget as
+    /// the rows).
     pub bench: BenchReply,
+    /// Prefill and decode tokens/s of every round.
+    pub rates: Vec<(f64, f64)>,
     /// Mean NLL of both engines.
     pub nll: Option<NllComparison>,
     /// Greedy generations of both engines, per prompt.
@@ -179,7 +213,7 @@ impl fmt::Display for ModelBenchReport {
             "{:<20} {:>16} {:>16} {:>20} {:>18}",
             "attention", "prefill tok/s", "decode tok/s", "virtual us/token", "pages read/token"
         )?;
-        let host = self.rows.first().map(|r| decode_rate(&r.summary));
+        let host = self.rows.first().map(|r| r.median().1);
         for r in &self.rows {
             let g = &r.summary.generation;
             let steps = g.tokens.len().saturating_sub(1).max(1) as f64;
@@ -190,21 +224,19 @@ impl fmt::Display for ModelBenchReport {
                 ),
                 None => ("-".into(), "-".into()),
             };
+            let (prefill, decode) = r.median();
             writeln!(
                 f,
                 "{:<20} {:>16.1} {:>16.2} {:>20} {:>18}",
-                r.name,
-                prefill_rate(&r.summary),
-                decode_rate(&r.summary),
-                virt,
-                pages
+                r.name, prefill, decode, virt, pages
             )?;
         }
         if let Some(l) = &self.llama_cpp {
+            let (prefill, decode) = median_rates(&l.rates);
             writeln!(
                 f,
                 "{:<20} {:>16.1} {:>16.2} {:>20} {:>18}",
-                "llama.cpp", l.bench.prefill_tok_s, l.bench.decode_tok_s, "-", "-"
+                "llama.cpp", prefill, decode, "-", "-"
             )?;
         }
         if let Some(why) = &self.skipped {
@@ -216,7 +248,7 @@ impl fmt::Display for ModelBenchReport {
                     f,
                     "{}: decode {:.2}x host-dense (wall clock)",
                     r.name,
-                    decode_rate(&r.summary) / h.max(1e-9)
+                    r.median().1 / h.max(1e-9)
                 )?;
             }
         }
@@ -240,16 +272,29 @@ impl fmt::Display for ModelBenchReport {
 impl ModelBenchReport {
     fn fmt_llama(&self, f: &mut fmt::Formatter<'_>, l: &LlamaCppReport) -> fmt::Result {
         if let Some(h) = self.rows.first() {
-            writeln!(
-                f,
-                "{}",
-                ratio_line(
-                    prefill_rate(&h.summary),
-                    decode_rate(&h.summary),
-                    l.bench.prefill_tok_s,
-                    l.bench.decode_tok_s
-                )
-            )?;
+            let (hp, hd) = h.median();
+            let (lp, ld) = median_rates(&l.rates);
+            writeln!(f, "{}", ratio_line(hp, hd, lp, ld))?;
+            if h.rates.len() > 1 {
+                let per = |i: usize| -> String {
+                    h.rates
+                        .iter()
+                        .zip(&l.rates)
+                        .map(|(a, b)| {
+                            let (a, b) = if i == 0 { (a.0, b.0) } else { (a.1, b.1) };
+                            format!("{:.2}", a / b.max(1e-9))
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                writeln!(
+                    f,
+                    "{} rounds (medians above); host dense / llama.cpp in each round: decode {}; prefill {}",
+                    h.rates.len(),
+                    per(1),
+                    per(0)
+                )?;
+            }
             let same = GreedyComparison {
                 prompt: String::new(),
                 ours: h.summary.generation.tokens.clone(),
@@ -442,20 +487,47 @@ pub fn run_model_bench(
         configs.push(("csd dense", RunBackend::Csd, Policy::DENSE));
         configs.push(("csd sparf 1/8", RunBackend::Csd, sparf));
     }
-    for (name, backend, policy) in configs {
-        progress(name);
-        let run = run_params(text.clone(), p.decode_tokens, backend, policy, p.page_size);
-        // Generation may stop early at end-of-text; the rates use what ran.
-        let summary = run_generation(model, &run, |_| {})?;
-        rows.push(ModelBenchRow {
-            name: name.to_string(),
-            summary,
-        });
+    let mut llama_cpp: Option<LlamaCppReport> = None;
+    for round in 0..p.rounds.max(1) {
+        for (i, (name, backend, policy)) in configs.iter().enumerate() {
+            progress(&if p.rounds > 1 {
+                format!("{name} (round {} of {})", round + 1, p.rounds)
+            } else {
+                name.to_string()
+            });
+            let run = run_params(
+                text.clone(),
+                p.decode_tokens,
+                *backend,
+                *policy,
+                p.page_size,
+            );
+            // Generation may stop early at end-of-text; the rates use what ran.
+            let summary = run_generation(model, &run, |_| {})?;
+            let rate = (prefill_rate(&summary), decode_rate(&summary));
+            match rows.get_mut(i) {
+                Some(row) => {
+                    let row: &mut ModelBenchRow = row;
+                    row.rates.push(rate);
+                }
+                None => rows.push(ModelBenchRow {
+                    name: name.to_string(),
+                    summary,
+                    rates: vec![rate],
+                }),
+            }
+        }
+        if let Some(l) = llama {
+            match &mut llama_cpp {
+                None => llama_cpp = Some(against_llama_cpp(model, &text, p, l, &mut progress)?),
+                Some(report) => {
+                    progress(&format!("llama.cpp (round {} of {})", round + 1, p.rounds));
+                    let b = llama_bench_only(model, &text, p, l)?;
+                    report.rates.push((b.prefill_tok_s, b.decode_tok_s));
+                }
+            }
+        }
     }
-    let llama_cpp = match llama {
-        Some(l) => Some(against_llama_cpp(model, &text, p, l, &mut progress)?),
-        None => None,
-    };
     Ok(ModelBenchReport {
         model: name.to_string(),
         threads: model::quant::default_threads(),
@@ -487,7 +559,6 @@ fn against_llama_cpp(
     progress: &mut impl FnMut(&str),
 ) -> Result<LlamaCppReport, RunError> {
     let tok = model.tokenizer();
-    let prompt = tok.encode_prompt(text, false);
     let nll_ids = match &l.nll {
         Some(n) => Some(first_ids(model, n)?),
         None => None,
@@ -501,12 +572,7 @@ fn against_llama_cpp(
         model: l.gguf.clone(),
         n_threads: model::quant::default_threads(),
         eos: tok.eos(),
-        bench: Some(BenchTask {
-            // instinfer's KV capacity for the same run.
-            n_ctx: prompt.len() + p.decode_tokens + 1,
-            prompt,
-            decode: p.decode_tokens,
-        }),
+        bench: Some(bench_task(model, text, p)),
         nll: nll_ids.clone(),
         greedy: greedy
             .iter()
@@ -552,10 +618,42 @@ fn against_llama_cpp(
     }
     Ok(LlamaCppReport {
         version: reply.version,
+        rates: vec![(bench.prefill_tok_s, bench.decode_tok_s)],
         bench,
         nll,
         greedy: greedy_cmp,
     })
+}
+
+/// llama.cpp's timed run of the bench's prompt: the ids `run_generation`
+/// makes of `text`, in instinfer's KV capacity for the same run.
+fn bench_task(model: &Model, text: &str, p: &ModelBenchParams) -> BenchTask {
+    let prompt = model.tokenizer().encode_prompt(text, false);
+    BenchTask {
+        n_ctx: prompt.len() + p.decode_tokens + 1,
+        prompt,
+        decode: p.decode_tokens,
+    }
+}
+
+/// One more timed llama.cpp run of the bench's prompt (a later round).
+fn llama_bench_only(
+    model: &Model,
+    text: &str,
+    p: &ModelBenchParams,
+    l: &LlamaCppSetup,
+) -> Result<BenchReply, RunError> {
+    let req = LlamaRequest {
+        model: l.gguf.clone(),
+        n_threads: model::quant::default_threads(),
+        eos: model.tokenizer().eos(),
+        bench: Some(bench_task(model, text, p)),
+        nll: None,
+        greedy: Vec::new(),
+    };
+    Ok(run_llama(&l.python, &req)?
+        .bench
+        .ok_or_else(|| LlamaCppError::Reply("no timed run".into()))?)
 }
 
 /// The first `n.tokens` ids of `n.text` as a prompt is encoded (BOS first
@@ -612,6 +710,19 @@ fn nll_host_dense(model: &Model, ids: &[u32]) -> Result<f64, RunError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn medians_take_the_middle_round_of_each_rate() {
+        assert_eq!(median_rates(&[]), (0.0, 0.0));
+        assert_eq!(median_rates(&[(3.0, 9.0)]), (3.0, 9.0));
+        // Each rate on its own: the prefill median and the decode median
+        // may come from different rounds.
+        assert_eq!(
+            median_rates(&[(5.0, 1.0), (1.0, 7.0), (3.0, 4.0)]),
+            (3.0, 4.0)
+        );
+        assert_eq!(median_rates(&[(1.0, 2.0), (3.0, 6.0)]), (2.0, 4.0));
+    }
 
     #[test]
     fn ratios_are_host_dense_over_llama_cpp_with_two_decimals() {

@@ -904,12 +904,12 @@ mod x86 {
         unsafe {
             let zero = _mm256_setzero_si256();
             let mut v = [[zero; 2]; P];
-            for k in 0..2 {
-                if i + k < n {
-                    let qv = _mm256_loadu_si256(q.add(32 * (i + k)).cast());
-                    for j in 0..P {
-                        let xv = _mm256_loadu_si256(x[j].add(32 * (i + k)).cast());
-                        v[j][k] = if S {
+            for (k, b) in (i..i + 2).enumerate() {
+                if b < n {
+                    let qv = _mm256_loadu_si256(q.add(32 * b).cast());
+                    for (vj, xj) in v.iter_mut().zip(x) {
+                        let xv = _mm256_loadu_si256(xj.add(32 * b).cast());
+                        vj[k] = if S {
                             dot::<VNNI>(_mm256_sign_epi8(qv, qv), _mm256_sign_epi8(xv, qv))
                         } else {
                             dot::<VNNI>(qv, xv)
