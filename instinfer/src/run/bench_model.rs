@@ -272,27 +272,30 @@ impl fmt::Display for ModelBenchReport {
 impl ModelBenchReport {
     fn fmt_llama(&self, f: &mut fmt::Formatter<'_>, l: &LlamaCppReport) -> fmt::Result {
         if let Some(h) = self.rows.first() {
-            let (hp, hd) = h.median();
-            let (lp, ld) = median_rates(&l.rates);
-            writeln!(f, "{}", ratio_line(hp, hd, lp, ld))?;
+            // Each round's host dense ÷ llama.cpp, then their median (one
+            // round: the plain ratio).
+            let paired: Vec<(f64, f64)> = h
+                .rates
+                .iter()
+                .zip(&l.rates)
+                .map(|(a, b)| (a.0 / b.0.max(1e-9), a.1 / b.1.max(1e-9)))
+                .collect();
+            let (rp, rd) = median_rates(&paired);
+            writeln!(f, "{}", ratio_line(rp, rd, 1.0, 1.0))?;
             if h.rates.len() > 1 {
-                let per = |i: usize| -> String {
-                    h.rates
+                let per = |pick: fn(&(f64, f64)) -> f64| -> String {
+                    paired
                         .iter()
-                        .zip(&l.rates)
-                        .map(|(a, b)| {
-                            let (a, b) = if i == 0 { (a.0, b.0) } else { (a.1, b.1) };
-                            format!("{:.2}", a / b.max(1e-9))
-                        })
+                        .map(|r| format!("{:.2}", pick(r)))
                         .collect::<Vec<_>>()
                         .join(", ")
                 };
                 writeln!(
                     f,
-                    "{} rounds (medians above); host dense / llama.cpp in each round: decode {}; prefill {}",
+                    "{} rounds (the table: each row's median; the ratios: the median of the rounds'); host dense / llama.cpp in each round: decode {}; prefill {}",
                     h.rates.len(),
-                    per(1),
-                    per(0)
+                    per(|r| r.1),
+                    per(|r| r.0)
                 )?;
             }
             let same = GreedyComparison {
@@ -489,6 +492,9 @@ pub fn run_model_bench(
     }
     let mut llama_cpp: Option<LlamaCppReport> = None;
     for round in 0..p.rounds.max(1) {
+        // Host dense, then llama.cpp right after it (the pair the ratios
+        // compare, timed as close together as the bench allows), then
+        // the drive's rows.
         for (i, (name, backend, policy)) in configs.iter().enumerate() {
             progress(&if p.rounds > 1 {
                 format!("{name} (round {} of {})", round + 1, p.rounds)
@@ -516,14 +522,19 @@ pub fn run_model_bench(
                     rates: vec![rate],
                 }),
             }
-        }
-        if let Some(l) = llama {
-            match &mut llama_cpp {
-                None => llama_cpp = Some(against_llama_cpp(model, &text, p, l, &mut progress)?),
-                Some(report) => {
-                    progress(&format!("llama.cpp (round {} of {})", round + 1, p.rounds));
-                    let b = llama_bench_only(model, &text, p, l)?;
-                    report.rates.push((b.prefill_tok_s, b.decode_tok_s));
+            if i > 0 {
+                continue;
+            }
+            if let Some(l) = llama {
+                match &mut llama_cpp {
+                    None => {
+                        llama_cpp = Some(against_llama_cpp(model, &text, p, l, &mut progress)?);
+                    }
+                    Some(report) => {
+                        progress(&format!("llama.cpp (round {} of {})", round + 1, p.rounds));
+                        let b = llama_bench_only(model, &text, p, l)?;
+                        report.rates.push((b.prefill_tok_s, b.decode_tok_s));
+                    }
                 }
             }
         }
