@@ -3,7 +3,9 @@
 //! caller and the kernel pool. Each row's result depends only on that
 //! row, so any number of parts gives the same bits.
 
+use std::cell::RefCell;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::parallel::threads_for;
 use super::pool::{Job, Pool};
@@ -48,8 +50,65 @@ impl QTensor {
     }
 }
 
-/// `matvec` of each of `mats` on `x` into `outs`, each split in `threads`
-/// parts: part 0 of every matrix here, part t on worker t (one job each).
+/// Multiply-adds a chunk of rows should hold at least (a chunk is what a
+/// thread takes from the shared counter at a time).
+const CHUNK_WORK: usize = 64 * 1024;
+
+/// Chunks per thread and matrix at most: enough for a slow thread to
+/// hand work to a fast one, few enough that the shared counter (a
+/// contended atomic) costs nothing next to a chunk.
+const CHUNKS_PER_THREAD: usize = 8;
+
+/// The chunks of rows covering every row of a group of matrices, numbered
+/// in order (matrix by matrix), found by arithmetic instead of a list (a
+/// list for Gemma's 262 144 logit rows, allocated per token, kept the
+/// allocator busy).
+struct Chunks {
+    /// Per matrix: rows, rows per chunk, index of its first chunk, and
+    /// where its rows start in a worker's result buffer.
+    mats: Vec<(usize, usize, usize, usize)>,
+    /// Chunks in all.
+    count: usize,
+    /// Rows in all.
+    rows: usize,
+}
+
+impl Chunks {
+    /// Chunks of at least [`CHUNK_WORK`] multiply-adds (and 16 rows), at
+    /// most [`CHUNKS_PER_THREAD`] per thread and matrix.
+    fn new(mats: &[&QTensor], threads: usize) -> Self {
+        let (mut count, mut rows) = (0, 0);
+        let mats = mats
+            .iter()
+            .map(|m| {
+                let fewest = m.rows().div_ceil(threads * CHUNKS_PER_THREAD);
+                let per = (CHUNK_WORK / m.cols().max(1)).max(16).max(fewest);
+                let entry = (m.rows(), per, count, rows);
+                count += m.rows().div_ceil(per);
+                rows += m.rows();
+                entry
+            })
+            .collect();
+        Self { mats, count, rows }
+    }
+
+    /// Chunk c: its matrix, its rows r0..r1, and where they go in a
+    /// worker's buffer.
+    fn get(&self, c: usize) -> Option<(usize, usize, usize, usize)> {
+        if c >= self.count {
+            return None;
+        }
+        let i = self.mats.iter().rposition(|m| m.2 <= c)?;
+        let (rows, per, first, start) = self.mats[i];
+        let r0 = (c - first) * per;
+        Some((i, r0, (r0 + per).min(rows), start + r0))
+    }
+}
+
+/// `matvec` of each of `mats` on `x` into `outs`, the rows in chunks that
+/// the caller and `threads − 1` workers take from a shared counter until
+/// none is left (so a thread that runs slower, or starts later, does less
+/// of the work instead of holding up the others).
 fn group_with(mats: &[&QTensor], x: &[f32], outs: &mut [&mut [f32]], threads: usize, isa: Isa) {
     assert_eq!(mats.len(), outs.len(), "one output per matrix");
     let threads = threads.max(1);
@@ -69,52 +128,49 @@ fn group_with(mats: &[&QTensor], x: &[f32], outs: &mut [&mut [f32]], threads: us
         }
         return;
     }
-    // Part t of matrix i: rows t·per_i .. (t + 1)·per_i.
-    let parts: Vec<Vec<(usize, usize)>> = (0..threads)
-        .map(|t| {
-            mats.iter()
-                .map(|m| {
-                    let per = m.rows().div_ceil(threads).max(1);
-                    ((t * per).min(m.rows()), ((t + 1) * per).min(m.rows()))
-                })
-                .collect()
-        })
-        .collect();
+    let list = Arc::new(Chunks::new(mats, threads));
+    let total = list.rows;
+    let next = Arc::new(AtomicUsize::new(0));
     let xs: Arc<[f32]> = x.into();
-    let jobs: Vec<Job> = parts[1..]
-        .iter()
-        .map(|ranges| {
+    let jobs: Vec<Job> = (1..threads)
+        .map(|_| {
             let mats: Vec<QTensor> = mats.iter().map(|m| (*m).clone()).collect();
-            let (inputs, xs, ranges) = (inputs.clone(), Arc::clone(&xs), ranges.clone());
+            let (inputs, xs) = (inputs.clone(), Arc::clone(&xs));
+            let (list, next) = (Arc::clone(&list), Arc::clone(&next));
+            // The buffer: `total` results (at the rows of the chunks this
+            // worker took), then the indices of those chunks as f32 (exact:
+            // there are far fewer than 2^24).
             Box::new(move |buf: &mut Vec<f32>| {
-                for ((m, input), (r0, r1)) in mats.iter().zip(&inputs).zip(ranges) {
-                    let at = buf.len();
-                    buf.resize(at + (r1 - r0), 0.0);
-                    m.dot_rows(isa, r0, &xs, input, &mut buf[at..]);
+                buf.resize(total, 0.0);
+                loop {
+                    let c = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((i, r0, r1, at)) = list.get(c) else {
+                        break;
+                    };
+                    mats[i].dot_rows(isa, r0, &xs, &inputs[i], &mut buf[at..at + (r1 - r0)]);
+                    buf.push(c as f32);
                 }
             }) as Job
         })
         .collect();
-    let mut firsts: Vec<&mut [f32]> = Vec::new();
-    let mut rests: Vec<&mut [f32]> = Vec::new();
-    for (o, (_, r1)) in outs.iter_mut().zip(&parts[0]) {
-        let (a, b) = o.split_at_mut(*r1);
-        firsts.push(a);
-        rests.push(b);
-    }
+    let outs = RefCell::new(outs);
     Pool::get().run(
         || {
-            for ((m, input), f) in mats.iter().zip(&inputs).zip(firsts.iter_mut()) {
-                m.dot_rows(isa, 0, x, input, f);
+            let mut outs = outs.borrow_mut();
+            loop {
+                let c = next.fetch_add(1, Ordering::Relaxed);
+                let Some((i, r0, r1, _)) = list.get(c) else {
+                    break;
+                };
+                mats[i].dot_rows(isa, r0, x, &inputs[i], &mut outs[i][r0..r1]);
             }
         },
         jobs,
-        |t, part| {
-            let mut at = 0;
-            for (i, (r0, r1)) in parts[t + 1].iter().enumerate() {
-                let (n, off) = (r1 - r0, r0 - parts[0][i].1);
-                rests[i][off..off + n].copy_from_slice(&part[at..at + n]);
-                at += n;
+        |_, part| {
+            let mut outs = outs.borrow_mut();
+            let (rows, taken) = part.split_at(total.min(part.len()));
+            for (i, r0, r1, at) in taken.iter().filter_map(|&c| list.get(c as usize)) {
+                outs[i][r0..r1].copy_from_slice(&rows[at..at + (r1 - r0)]);
             }
         },
     );
