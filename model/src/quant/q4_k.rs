@@ -6,6 +6,7 @@
 
 use super::float::f16_at;
 use super::kquant::{KBlock, QK_K, Unpacked};
+use super::simd::k_nibbles;
 
 pub(super) struct Q4K;
 
@@ -37,18 +38,6 @@ pub(super) fn group_scales(head: &[u8], u: &mut Unpacked) {
     }
 }
 
-/// The 4-bit quants from `qs[128]`: each 32 bytes hold 64 elements, low
-/// nibbles first.
-pub(super) fn nibbles(qs: &[u8], q: &mut [u8; QK_K]) {
-    for (bytes, out) in qs.chunks_exact(32).zip(q.chunks_exact_mut(64)) {
-        let (lo, hi) = out.split_at_mut(32);
-        for ((b, l), h) in bytes.iter().zip(lo).zip(hi) {
-            *l = b & 0xF;
-            *h = b >> 4;
-        }
-    }
-}
-
 impl KBlock for Q4K {
     const BYTES: usize = 144;
     const GROUP: usize = 32;
@@ -57,6 +46,6 @@ impl KBlock for Q4K {
 
     fn unpack(blk: &[u8], u: &mut Unpacked) {
         group_scales(blk, u);
-        nibbles(&blk[16..], &mut u.q);
+        k_nibbles(&blk[16..], &mut u.q);
     }
 }

@@ -3,7 +3,8 @@
 //! Q4_K; bit 4 of element e's q is (qh[e % 32] >> (e / 32)) & 1.
 
 use super::kquant::{KBlock, Unpacked};
-use super::q4_k::{group_scales, nibbles};
+use super::q4_k::group_scales;
+use super::simd::k_nibbles;
 
 pub(super) struct Q5K;
 
@@ -16,7 +17,7 @@ impl KBlock for Q5K {
     fn unpack(blk: &[u8], u: &mut Unpacked) {
         group_scales(blk, u);
         let (qh, qs) = blk[16..].split_at(32);
-        nibbles(qs, &mut u.q);
+        k_nibbles(qs, &mut u.q);
         for (i, out) in u.q.chunks_exact_mut(32).enumerate() {
             for (q, h) in out.iter_mut().zip(qh) {
                 *q |= ((h >> i) & 1) << 4;

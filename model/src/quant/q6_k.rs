@@ -6,6 +6,7 @@
 
 use super::float::f16_at;
 use super::kquant::{KBlock, QK_K, Unpacked};
+use super::simd::q6k_quants;
 
 pub(super) struct Q6K;
 
@@ -23,16 +24,7 @@ impl KBlock for Q6K {
         for (sc, s) in u.sc.iter_mut().zip(scales) {
             *sc = i32::from(*s as i8);
         }
-        // 32 elements (n, k) at a time.
-        for (i, out) in u.q.chunks_exact_mut(32).enumerate() {
-            let (n, k) = (i / 4, i % 4);
-            let low = &ql[64 * n + 32 * (k % 2)..][..32];
-            let high = &qh[32 * n..][..32];
-            let (lshift, hshift) = (4 * (k / 2), 2 * k);
-            for ((q, l), h) in out.iter_mut().zip(low).zip(high) {
-                // Stored as q + 32 (`OFFSET`).
-                *q = ((l >> lshift) & 0xF) | (((h >> hshift) & 3) << 4);
-            }
-        }
+        // Stored as q + 32 (`OFFSET`).
+        q6k_quants(ql, qh, &mut u.q);
     }
 }

@@ -667,6 +667,57 @@ pub(super) fn weighted_rows(isa: Isa, p: &[f32], rows: &[f32], out: &mut [f32]) 
     }
 }
 
+/// Q4_K/Q5_K's 4-bit quants from `qs[128]`: each 32 bytes hold 64
+/// elements, the low nibbles first.
+pub(super) fn k_nibbles(qs: &[u8], q: &mut [u8; 256]) {
+    let qs: &[u8; 128] = qs[..128].try_into().expect("128 bytes of nibbles");
+    #[cfg(target_arch = "x86_64")]
+    if matches!(Isa::active(), Isa::Avx2 | Isa::Avx512Vnni) {
+        // SAFETY: AVX2 detected (`active` is one of `available`); fixed
+        // lengths.
+        unsafe { x86::k_nibbles(qs, q) };
+        return;
+    }
+    k_nibbles_scalar(qs, q);
+}
+
+pub(super) fn k_nibbles_scalar(qs: &[u8; 128], q: &mut [u8; 256]) {
+    for (bytes, out) in qs.chunks_exact(32).zip(q.chunks_exact_mut(64)) {
+        let (lo, hi) = out.split_at_mut(32);
+        for ((b, l), h) in bytes.iter().zip(lo).zip(hi) {
+            *l = b & 0xF;
+            *h = b >> 4;
+        }
+    }
+}
+
+/// Q6_K's 6-bit quants (stored value, 0..64) from `ql[128]` and `qh[64]`:
+/// element 128·n + 32·k + l has low nibble k / 2 of ql[64·n + 32·(k % 2)
+/// + l] and top bits (qh[32·n + l] >> 2·k) & 3.
+pub(super) fn q6k_quants(ql: &[u8], qh: &[u8], q: &mut [u8; 256]) {
+    let ql: &[u8; 128] = ql[..128].try_into().expect("128 bytes of ql");
+    let qh: &[u8; 64] = qh[..64].try_into().expect("64 bytes of qh");
+    #[cfg(target_arch = "x86_64")]
+    if matches!(Isa::active(), Isa::Avx2 | Isa::Avx512Vnni) {
+        // SAFETY: AVX2 detected; fixed lengths.
+        unsafe { x86::q6k_quants(ql, qh, q) };
+        return;
+    }
+    q6k_quants_scalar(ql, qh, q);
+}
+
+pub(super) fn q6k_quants_scalar(ql: &[u8; 128], qh: &[u8; 64], q: &mut [u8; 256]) {
+    for (i, out) in q.chunks_exact_mut(32).enumerate() {
+        let (n, k) = (i / 4, i % 4);
+        let low = &ql[64 * n + 32 * (k % 2)..][..32];
+        let high = &qh[32 * n..][..32];
+        let (lshift, hshift) = (4 * (k / 2), 2 * k);
+        for ((q, l), h) in out.iter_mut().zip(low).zip(high) {
+            *q = ((l >> lshift) & 0xF) | (((h >> hshift) & 3) << 4);
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     //! The bodies are `#[inline(always)]` and generic over VNNI, inlined
@@ -1066,6 +1117,67 @@ mod x86 {
             wide::<true, true>(w, xs, out);
         } else {
             wide::<true, false>(w, xs, out);
+        }
+    }
+
+    /// `super::k_nibbles`.
+    ///
+    /// # Safety
+    /// AVX2 present.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn k_nibbles(qs: &[u8; 128], q: &mut [u8; 256]) {
+        // SAFETY: fixed-length arrays: 4 loads of 32 in `qs`, 8 stores of
+        // 32 in `q`.
+        unsafe {
+            let mask = _mm256_set1_epi8(0x0F);
+            for c in 0..4 {
+                let b = _mm256_loadu_si256(qs.as_ptr().add(32 * c).cast());
+                let lo = _mm256_and_si256(b, mask);
+                let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(b), mask);
+                _mm256_storeu_si256(q.as_mut_ptr().add(64 * c).cast(), lo);
+                _mm256_storeu_si256(q.as_mut_ptr().add(64 * c + 32).cast(), hi);
+            }
+        }
+    }
+
+    /// `super::q6k_quants`. Shifts are by 16-bit lanes; each result is
+    /// masked to bits the byte's own value supplies.
+    ///
+    /// # Safety
+    /// AVX2 present.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn q6k_quants(ql: &[u8; 128], qh: &[u8; 64], q: &mut [u8; 256]) {
+        // SAFETY: fixed-length arrays: loads of 32 at 0..128 of `ql` and
+        // 0..64 of `qh`, stores of 32 at 0..256 of `q`.
+        unsafe {
+            let low4 = _mm256_set1_epi8(0x0F);
+            let top2 = _mm256_set1_epi8(0x30);
+            for n in 0..2 {
+                let l0 = _mm256_loadu_si256(ql.as_ptr().add(64 * n).cast());
+                let l1 = _mm256_loadu_si256(ql.as_ptr().add(64 * n + 32).cast());
+                let h = _mm256_loadu_si256(qh.as_ptr().add(32 * n).cast());
+                let out = [
+                    _mm256_or_si256(
+                        _mm256_and_si256(l0, low4),
+                        _mm256_and_si256(_mm256_slli_epi16::<4>(h), top2),
+                    ),
+                    _mm256_or_si256(
+                        _mm256_and_si256(l1, low4),
+                        _mm256_and_si256(_mm256_slli_epi16::<2>(h), top2),
+                    ),
+                    _mm256_or_si256(
+                        _mm256_and_si256(_mm256_srli_epi16::<4>(l0), low4),
+                        _mm256_and_si256(h, top2),
+                    ),
+                    _mm256_or_si256(
+                        _mm256_and_si256(_mm256_srli_epi16::<4>(l1), low4),
+                        _mm256_and_si256(_mm256_srli_epi16::<2>(h), top2),
+                    ),
+                ];
+                for (k, v) in out.into_iter().enumerate() {
+                    _mm256_storeu_si256(q.as_mut_ptr().add(128 * n + 32 * k).cast(), v);
+                }
+            }
         }
     }
 

@@ -179,3 +179,26 @@ fn a_group_of_matvecs_gives_each_matvecs_bits() {
         assert_eq!(bits(got), bits(&want), "{}", t.kind());
     }
 }
+
+#[test]
+fn k_quant_unpacking_matches_scalar() {
+    use crate::quant::simd::{k_nibbles, k_nibbles_scalar, q6k_quants, q6k_quants_scalar};
+    for seed in 0..64u64 {
+        let bytes: Vec<u8> = noise(192, 7000 + seed)
+            .iter()
+            .map(|v| (v.to_bits() >> 7) as u8)
+            .collect();
+        let (ql, qh): (&[u8; 128], &[u8; 64]) = (
+            bytes[..128].try_into().unwrap(),
+            bytes[128..].try_into().unwrap(),
+        );
+        let (mut got, mut want) = ([0u8; 256], [0u8; 256]);
+        k_nibbles(ql, &mut got);
+        k_nibbles_scalar(ql, &mut want);
+        assert_eq!(got, want, "nibbles, seed {seed}");
+        q6k_quants(ql, qh, &mut got);
+        q6k_quants_scalar(ql, qh, &mut want);
+        assert_eq!(got, want, "Q6_K quants, seed {seed}");
+        assert!(got.iter().all(|q| *q < 64));
+    }
+}
