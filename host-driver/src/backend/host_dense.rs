@@ -1,6 +1,6 @@
 //! [`HostDense`]: attention on the host, either with the f32 reference
 //! (`attention::reference`, the yardstick for the device's accuracy; dense
-//! through the model's SIMD f32 attention, `model::llama::attend_one`) or
+//! through the model's SIMD f32 attention, `model::llama::attend_group`) or
 //! with the device's integer engine model (`attention::engine`, which must
 //! give exactly what the device gives).
 //!
@@ -329,13 +329,10 @@ impl AttentionBackend for HostDense {
                 let set = match (arithmetic, step.method) {
                     (Arithmetic::Reference, Method::Dense) => {
                         // The host's fast f32 attention on the model's
-                        // SIMD kernels, one query head at a time.
-                        let mut scores = Vec::with_capacity(s);
-                        for qi in q_g.chunks_exact(d) {
-                            let mut o = vec![0f32; d];
-                            model::llama::attend_one(qi, &hk.k, &hk.v, &mut scores, &mut o);
-                            out.extend(o);
-                        }
+                        // SIMD kernels, the group's query heads together.
+                        let mut o = vec![0f32; q_g.len()];
+                        model::llama::attend_group(q_g, d, &hk.k, &hk.v, &mut Vec::new(), &mut o);
+                        out.extend(o);
                         ReadSet::All
                     }
                     (Arithmetic::Reference, Method::SparQ(p)) => {
@@ -360,12 +357,9 @@ impl AttentionBackend for HostDense {
                         // fast f32 kernel as `Dense`.
                         let first = s.saturating_sub(window.max(1));
                         let (k_w, v_w) = (&hk.k[first * d..s * d], &hk.v[first * d..s * d]);
-                        let mut scores = Vec::with_capacity(s - first);
-                        for qi in q_g.chunks_exact(d) {
-                            let mut o = vec![0f32; d];
-                            model::llama::attend_one(qi, k_w, v_w, &mut scores, &mut o);
-                            out.extend(o);
-                        }
+                        let mut o = vec![0f32; q_g.len()];
+                        model::llama::attend_group(q_g, d, k_w, v_w, &mut Vec::new(), &mut o);
+                        out.extend(o);
                         ReadSet::Tokens((first as u32..s as u32).collect())
                     }
                     (Arithmetic::Reference, Method::H2o(p)) => {

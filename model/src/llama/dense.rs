@@ -24,6 +24,51 @@ pub fn attend_one(q: &[f32], keys: &[f32], values: &[f32], scores: &mut Vec<f32>
     weighted_sum(scores, values, out);
 }
 
+/// Key (and value) rows per tile of [`attend_group`]: 16 rows of up to
+/// 256 floats stay in L1 while every query of the group takes them.
+const TILE: usize = 16;
+
+/// [`attend_one`] for each of the queries `qs` (rows of `d`) of a group
+/// that shares one KV head, each with `attend_one`'s bits: the keys, then
+/// the values, are read once, tile by tile, for all the queries (instead
+/// of once per query: Gemma 3's four query heads share one KV head whose
+/// keys and values outgrow L2 at a few hundred tokens). `scores` is
+/// scratch; `out` gets the queries' outputs in order.
+pub fn attend_group(
+    qs: &[f32],
+    d: usize,
+    keys: &[f32],
+    values: &[f32],
+    scores: &mut Vec<f32>,
+    out: &mut [f32],
+) {
+    let d = d.max(1);
+    let s = keys.len() / d;
+    out.fill(0.0);
+    if s == 0 {
+        return;
+    }
+    let scale = 1.0 / (d as f32).sqrt();
+    scores.clear();
+    scores.resize(qs.len() / d * s, 0.0);
+    for t0 in (0..s).step_by(TILE) {
+        let t1 = (t0 + TILE).min(s);
+        for (q, sc) in qs.chunks_exact(d).zip(scores.chunks_exact_mut(s)) {
+            dots_f32(q, &keys[t0 * d..t1 * d], &mut sc[t0..t1]);
+        }
+    }
+    for sc in scores.chunks_exact_mut(s) {
+        sc.iter_mut().for_each(|v| *v *= scale);
+        softmax(sc);
+    }
+    for t0 in (0..s).step_by(TILE) {
+        let t1 = (t0 + TILE).min(s);
+        for (sc, o) in scores.chunks_exact(s).zip(out.chunks_exact_mut(d)) {
+            weighted_sum(&sc[t0..t1], &values[t0 * d..t1 * d], o);
+        }
+    }
+}
+
 /// Causal attention over a prompt: `q` is `n × q_dim` (token-major), `k`
 /// and `v` are `[n_kv_heads][n][head_dim]`; returns `n × q_dim`. With a
 /// `window`, position i attends only to positions i+1−window ..= i.

@@ -25,5 +25,5 @@ mod tiny;
 pub use arch::{Arch, RopeStyle};
 pub use attention::{Attention, AttentionFailure, Logits};
 pub use config::Config;
-pub use dense::{DenseCache, attend_one};
+pub use dense::{DenseCache, attend_group, attend_one};
 pub use model::Model;

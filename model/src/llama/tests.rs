@@ -194,3 +194,32 @@ fn speed() {
         steps as f64 / decode
     );
 }
+
+/// `attend_group` gives every query `attend_one`'s bits, at tile edges and
+/// with no keys.
+#[test]
+fn attend_group_equals_attend_one_per_query() {
+    use crate::llama::{attend_group, attend_one};
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed >> 40) as f32 / (1u64 << 24) as f32 * 4.0 - 2.0
+    };
+    for (g, d) in [(1, 64), (3, 64), (4, 256)] {
+        for s in [0, 1, 15, 16, 17, 100] {
+            let qs: Vec<f32> = (0..g * d).map(|_| next()).collect();
+            let k: Vec<f32> = (0..s * d).map(|_| next()).collect();
+            let v: Vec<f32> = (0..s * d).map(|_| next()).collect();
+            let mut got = vec![1f32; g * d];
+            attend_group(&qs, d, &k, &v, &mut Vec::new(), &mut got);
+            for (q, o) in qs.chunks_exact(d).zip(got.chunks_exact(d)) {
+                let mut want = vec![0f32; d];
+                attend_one(q, &k, &v, &mut Vec::new(), &mut want);
+                let bits = |x: &[f32]| x.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(o), bits(&want), "g {g}, d {d}, s {s}");
+            }
+        }
+    }
+}
