@@ -71,7 +71,10 @@ pub fn attend_group(
 
 /// Causal attention over a prompt: `q` is `n × q_dim` (token-major), `k`
 /// and `v` are `[n_kv_heads][n][head_dim]`; returns `n × q_dim`. With a
-/// `window`, position i attends only to positions i+1−window ..= i.
+/// `window`, position i attends only to positions i+1−window ..= i. Each
+/// position's query heads attend by KV group ([`attend_group`]: a group
+/// reads its keys and values once); the threads take every
+/// `threads`-th position, which spreads the causal cost evenly.
 pub(crate) fn causal_attention(
     q: &[f32],
     k: &[f32],
@@ -80,57 +83,48 @@ pub(crate) fn causal_attention(
     c: &Config,
     window: Option<usize>,
 ) -> Vec<f32> {
-    let (hd, q_dim) = (c.head_dim, c.q_dim());
-    let head = |h: usize| -> Vec<f32> {
-        let kvh = h / c.group();
-        let keys = &k[kvh * n * hd..(kvh + 1) * n * hd];
-        let values = &v[kvh * n * hd..(kvh + 1) * n * hd];
-        let mut out = vec![0f32; n * hd];
-        let mut scores = Vec::with_capacity(n);
-        for (i, o) in out.chunks_exact_mut(hd).enumerate() {
-            let qi = &q[i * q_dim + h * hd..i * q_dim + (h + 1) * hd];
+    let (hd, q_dim, g) = (c.head_dim, c.q_dim(), c.group());
+    let threads = default_threads().min(n).max(1);
+    // The rows of positions t, t + threads, t + 2·threads, …
+    let positions = |t: usize| -> Vec<f32> {
+        let mut out = Vec::with_capacity(n.div_ceil(threads) * q_dim);
+        let mut scores = Vec::new();
+        let mut row = vec![0f32; q_dim];
+        for i in (t..n).step_by(threads) {
             let first = window.map_or(0, |w| (i + 1).saturating_sub(w));
-            attend_one(
-                qi,
-                &keys[first * hd..(i + 1) * hd],
-                &values[first * hd..(i + 1) * hd],
-                &mut scores,
-                o,
-            );
+            for kvh in 0..c.n_kv_heads {
+                let (keys, values) = (&k[kvh * n * hd..], &v[kvh * n * hd..]);
+                let span = kvh * g * hd..(kvh + 1) * g * hd;
+                attend_group(
+                    &q[i * q_dim..][span.clone()],
+                    hd,
+                    &keys[first * hd..(i + 1) * hd],
+                    &values[first * hd..(i + 1) * hd],
+                    &mut scores,
+                    &mut row[span],
+                );
+            }
+            out.extend_from_slice(&row);
         }
         out
     };
-    let threads = default_threads().min(c.n_heads);
-    let per_head: Vec<Vec<f32>> = std::thread::scope(|s| {
-        let head = &head;
+    let parts: Vec<Vec<f32>> = std::thread::scope(|s| {
+        let positions = &positions;
         let handles: Vec<_> = (1..threads)
-            .map(|t| {
-                s.spawn(move || {
-                    (t..c.n_heads)
-                        .step_by(threads)
-                        .map(head)
-                        .collect::<Vec<_>>()
-                })
-            })
+            .map(|t| s.spawn(move || positions(t)))
             .collect();
-        let mut slots: Vec<Option<Vec<f32>>> = vec![None; c.n_heads];
-        for (h, o) in (0..c.n_heads).step_by(threads).map(|h| (h, head(h))) {
-            slots[h] = Some(o);
-        }
-        for (t, handle) in handles.into_iter().enumerate() {
-            let outs = handle
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p));
-            for (h, o) in (t + 1..c.n_heads).step_by(threads).zip(outs) {
-                slots[h] = Some(o);
-            }
-        }
-        slots.into_iter().map(Option::unwrap_or_default).collect()
+        let mut parts = vec![positions(0)];
+        parts.extend(
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))),
+        );
+        parts
     });
     let mut out = vec![0f32; n * q_dim];
-    for (h, head_out) in per_head.iter().enumerate() {
-        for (i, row) in head_out.chunks_exact(hd).enumerate() {
-            out[i * q_dim + h * hd..i * q_dim + (h + 1) * hd].copy_from_slice(row);
+    for (t, part) in parts.iter().enumerate() {
+        for (i, row) in (t..n).step_by(threads).zip(part.chunks_exact(q_dim)) {
+            out[i * q_dim..(i + 1) * q_dim].copy_from_slice(row);
         }
     }
     out
