@@ -61,7 +61,7 @@ pub fn dot(q: &[i32], k: &[u16]) -> i128 {
 
 /// `dot` with the keys already in Fx (`k_fx[i] = fx(k_i)`).
 #[inline]
-pub fn dot_fx(q: &[i32], k_fx: impl IntoIterator<Item = i32> + Clone) -> i128 {
+pub fn dot_fx(q: &[i32], k_fx: impl IntoIterator<Item = i32>) -> i128 {
     if sums_fit_i64(q) {
         return i128::from(dot_fx_i64(q, k_fx));
     }

@@ -98,6 +98,9 @@ pub struct SoftEngine {
     pub work: EngineWork,
     /// One row in Fx (scratch), taken against every query head.
     row_fx: Vec<i32>,
+    /// Per query head of a logit job, whether its sums fit an i64
+    /// (scratch).
+    fits: Vec<bool>,
 }
 
 impl Engine for SoftEngine {
@@ -109,17 +112,19 @@ impl Engine for SoftEngine {
         let n = job.rows.len() / w;
         // Each row in Fx once, for every query head; a head whose sums
         // fit an i64 (checked once) takes the plain sum.
-        let fits: Vec<bool> = job
-            .queries
-            .chunks_exact(w)
-            .take(job.scales.len())
-            .map(model::sums_fit_i64)
-            .collect();
+        let fits = &mut self.fits;
+        fits.clear();
+        fits.extend(
+            job.queries
+                .chunks_exact(w)
+                .take(job.scales.len())
+                .map(model::sums_fit_i64),
+        );
         let row_fx = &mut self.row_fx;
         for (j, row) in job.rows.chunks_exact(w).enumerate() {
             row_fx.clear();
             row_fx.extend(row.iter().map(|&b| model::fx(b)));
-            for (h, (&scale, &fit)) in job.scales.iter().zip(&fits).enumerate() {
+            for (h, (&scale, &fit)) in job.scales.iter().zip(fits.iter()).enumerate() {
                 let q = &job.queries[h * w..(h + 1) * w];
                 job.out[h * job.out_stride + job.out_offset + j] = if fit {
                     model::logit_fx_i64(q, row_fx, scale)

@@ -278,10 +278,10 @@ impl ModelBenchReport {
                 .rates
                 .iter()
                 .zip(&l.rates)
-                .map(|(a, b)| (a.0 / b.0.max(1e-9), a.1 / b.1.max(1e-9)))
+                .map(|(a, b)| (ratio(a.0, b.0), ratio(a.1, b.1)))
                 .collect();
             let (rp, rd) = median_rates(&paired);
-            writeln!(f, "{}", ratio_line(rp, rd, 1.0, 1.0))?;
+            writeln!(f, "{}", ratios_line(rp, rd))?;
             if h.rates.len() > 1 {
                 let per = |pick: fn(&(f64, f64)) -> f64| -> String {
                     paired
@@ -380,17 +380,34 @@ pub fn ratio_line(
     llama_prefill: f64,
     llama_decode: f64,
 ) -> String {
-    let ratio = |a: f64, b: f64| {
-        if b > 0.0 && a.is_finite() && b.is_finite() {
-            format!("{:.2}x", a / b)
+    ratios_line(
+        ratio(host_prefill, llama_prefill),
+        ratio(host_decode, llama_decode),
+    )
+}
+
+/// `a / b`, NaN where it means nothing (b not above 0, either not finite).
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 && a.is_finite() && b.is_finite() {
+        a / b
+    } else {
+        f64::NAN
+    }
+}
+
+/// [`ratio_line`] from the two ratios ("n/a" for NaN).
+fn ratios_line(prefill: f64, decode: f64) -> String {
+    let show = |r: f64| {
+        if r.is_finite() {
+            format!("{r:.2}x")
         } else {
             "n/a".to_string()
         }
     };
     format!(
         "host dense: decode {} llama.cpp, prefill {} llama.cpp (tokens/s, wall clock)",
-        ratio(host_decode, llama_decode),
-        ratio(host_prefill, llama_prefill)
+        show(decode),
+        show(prefill)
     )
 }
 
@@ -478,7 +495,7 @@ pub fn run_model_bench(
         ),
         |_| {},
     )?;
-    let mut rows = Vec::new();
+    let mut rows: Vec<ModelBenchRow> = Vec::new();
     let mut configs = vec![("host dense", RunBackend::Host, Policy::DENSE)];
     // A windowed layer attends through `local`, which the drive does not run.
     let cfg = model.config();
@@ -512,10 +529,7 @@ pub fn run_model_bench(
             let summary = run_generation(model, &run, |_| {})?;
             let rate = (prefill_rate(&summary), decode_rate(&summary));
             match rows.get_mut(i) {
-                Some(row) => {
-                    let row: &mut ModelBenchRow = row;
-                    row.rates.push(rate);
-                }
+                Some(row) => row.rates.push(rate),
                 None => rows.push(ModelBenchRow {
                     name: name.to_string(),
                     summary,

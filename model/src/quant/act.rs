@@ -101,7 +101,7 @@ fn round_even(x: f32) -> f32 {
 /// `x.round()` (half away from zero) for |x| < 2^22, the same way.
 fn round_half_away(x: f32) -> f32 {
     let a = x.abs();
-    let r = (a + ROUND) - ROUND;
+    let r = round_even(a);
     // A tie rounded down to even goes up instead (a − r is exact here).
     let r = if a - r == 0.5 { r + 1.0 } else { r };
     r.copysign(x)

@@ -156,11 +156,8 @@ pub(super) fn dot_unpacked_inputs(isa: Isa, k: &KRow, xs: &[&Q8K], out: &mut [f3
     for ((x, o), ints) in xs.iter().zip(out).zip(ints.chunks_exact(2 * nb.max(1))) {
         let mut lanes = Lanes::new();
         for (b, pair) in ints.chunks_exact(2).enumerate() {
-            let dx = x.d[b];
-            lanes.add(b, (k.d[b] * dx) * pair[0] as f32);
-            if k.has_min {
-                lanes.sub(b, (k.dmin[b] * dx) * pair[1] as f32);
-            }
+            let scales = (k.d[b], k.dmin[b], k.has_min);
+            add_sums(&mut lanes, b, scales, x.d[b], (pair[0], pair[1]));
         }
         *o = lanes.sum();
     }
@@ -188,10 +185,22 @@ fn add_block(
         &x.q[b * QK_K..(b + 1) * QK_K],
         &x.bsums[b * 16..(b + 1) * 16],
     );
-    let dx = x.d[b];
-    lanes.add(b, (u.d * dx) * isum as f32);
+    add_sums(lanes, b, (u.d, u.dmin, has_min), x.d[b], (isum, imin));
+}
+
+/// Super-block b's integer sums scaled into `lanes`: d·dx·isum, then
+/// − dmin·dx·imin in the formats with a minimum (the one order every
+/// path follows).
+fn add_sums(
+    lanes: &mut Lanes,
+    b: usize,
+    (d, dmin, has_min): (f32, f32, bool),
+    dx: f32,
+    (isum, imin): (i32, i32),
+) {
+    lanes.add(b, (d * dx) * isum as f32);
     if has_min {
-        lanes.sub(b, (u.dmin * dx) * imin as f32);
+        lanes.sub(b, (dmin * dx) * imin as f32);
     }
 }
 

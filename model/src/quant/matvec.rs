@@ -64,44 +64,39 @@ const CHUNKS_PER_THREAD: usize = 8;
 /// list for Gemma's 262 144 logit rows, allocated per token, kept the
 /// allocator busy).
 struct Chunks {
-    /// Per matrix: rows, rows per chunk, index of its first chunk, and
-    /// where its rows start in a worker's result buffer.
-    mats: Vec<(usize, usize, usize, usize)>,
+    /// Per matrix: rows, rows per chunk, index of its first chunk.
+    mats: Vec<(usize, usize, usize)>,
     /// Chunks in all.
     count: usize,
-    /// Rows in all.
-    rows: usize,
 }
 
 impl Chunks {
     /// Chunks of at least [`CHUNK_WORK`] multiply-adds (and 16 rows), at
     /// most [`CHUNKS_PER_THREAD`] per thread and matrix.
     fn new(mats: &[&QTensor], threads: usize) -> Self {
-        let (mut count, mut rows) = (0, 0);
+        let mut count = 0;
         let mats = mats
             .iter()
             .map(|m| {
                 let fewest = m.rows().div_ceil(threads * CHUNKS_PER_THREAD);
                 let per = (CHUNK_WORK / m.cols().max(1)).max(16).max(fewest);
-                let entry = (m.rows(), per, count, rows);
+                let entry = (m.rows(), per, count);
                 count += m.rows().div_ceil(per);
-                rows += m.rows();
                 entry
             })
             .collect();
-        Self { mats, count, rows }
+        Self { mats, count }
     }
 
-    /// Chunk c: its matrix, its rows r0..r1, and where they go in a
-    /// worker's buffer.
-    fn get(&self, c: usize) -> Option<(usize, usize, usize, usize)> {
+    /// Chunk c: its matrix and its rows r0..r1.
+    fn get(&self, c: usize) -> Option<(usize, usize, usize)> {
         if c >= self.count {
             return None;
         }
         let i = self.mats.iter().rposition(|m| m.2 <= c)?;
-        let (rows, per, first, start) = self.mats[i];
+        let (rows, per, first) = self.mats[i];
         let r0 = (c - first) * per;
-        Some((i, r0, (r0 + per).min(rows), start + r0))
+        Some((i, r0, (r0 + per).min(rows)))
     }
 }
 
@@ -129,7 +124,6 @@ fn group_with(mats: &[&QTensor], x: &[f32], outs: &mut [&mut [f32]], threads: us
         return;
     }
     let list = Arc::new(Chunks::new(mats, threads));
-    let total = list.rows;
     let next = Arc::new(AtomicUsize::new(0));
     let xs: Arc<[f32]> = x.into();
     let jobs: Vec<Job> = (1..threads)
@@ -137,19 +131,26 @@ fn group_with(mats: &[&QTensor], x: &[f32], outs: &mut [&mut [f32]], threads: us
             let mats: Vec<QTensor> = mats.iter().map(|m| (*m).clone()).collect();
             let (inputs, xs) = (inputs.clone(), Arc::clone(&xs));
             let (list, next) = (Arc::clone(&list), Arc::clone(&next));
-            // The buffer: `total` results (at the rows of the chunks this
-            // worker took), then the indices of those chunks as f32 (exact:
-            // there are far fewer than 2^24).
+            // The buffer: the results of the chunks this worker took, one
+            // after another, then their indices as f32 (exact: there are
+            // far fewer than 2^24), then how many it took. Nothing is
+            // zero-filled beyond what it computes (a job taken back by a
+            // caller that already ran every chunk costs nothing).
             Box::new(move |buf: &mut Vec<f32>| {
-                buf.resize(total, 0.0);
+                let mut taken = Vec::new();
                 loop {
                     let c = next.fetch_add(1, Ordering::Relaxed);
-                    let Some((i, r0, r1, at)) = list.get(c) else {
+                    let Some((i, r0, r1)) = list.get(c) else {
                         break;
                     };
-                    mats[i].dot_rows(isa, r0, &xs, &inputs[i], &mut buf[at..at + (r1 - r0)]);
-                    buf.push(c as f32);
+                    let at = buf.len();
+                    buf.resize(at + (r1 - r0), 0.0);
+                    mats[i].dot_rows(isa, r0, &xs, &inputs[i], &mut buf[at..]);
+                    taken.push(c as f32);
                 }
+                let count = taken.len() as f32;
+                buf.extend(taken);
+                buf.push(count);
             }) as Job
         })
         .collect();
@@ -159,7 +160,7 @@ fn group_with(mats: &[&QTensor], x: &[f32], outs: &mut [&mut [f32]], threads: us
             let mut outs = outs.borrow_mut();
             loop {
                 let c = next.fetch_add(1, Ordering::Relaxed);
-                let Some((i, r0, r1, _)) = list.get(c) else {
+                let Some((i, r0, r1)) = list.get(c) else {
                     break;
                 };
                 mats[i].dot_rows(isa, r0, x, &inputs[i], &mut outs[i][r0..r1]);
@@ -168,9 +169,14 @@ fn group_with(mats: &[&QTensor], x: &[f32], outs: &mut [&mut [f32]], threads: us
         jobs,
         |_, part| {
             let mut outs = outs.borrow_mut();
-            let (rows, taken) = part.split_at(total.min(part.len()));
-            for (i, r0, r1, at) in taken.iter().filter_map(|&c| list.get(c as usize)) {
+            let Some((&count, part)) = part.split_last() else {
+                return;
+            };
+            let (rows, taken) = part.split_at(part.len() - count as usize);
+            let mut at = 0;
+            for (i, r0, r1) in taken.iter().filter_map(|&c| list.get(c as usize)) {
                 outs[i][r0..r1].copy_from_slice(&rows[at..at + (r1 - r0)]);
+                at += r1 - r0;
             }
         },
     );
