@@ -13,7 +13,7 @@ use crate::error::FtlError;
 use crate::geometry::Geometry;
 use crate::op::FlashOp;
 use crate::op_queue::OpQueue;
-use crate::spans::{GroupSpans, RunSpans};
+use crate::spans::{DimSpan, GroupSpans, RunSpans};
 use crate::stats::{Counters, FtlStats};
 use crate::stream::{Kind, StreamId, StreamShape};
 use crate::stream_state::StreamState;
@@ -240,11 +240,11 @@ impl Ftl {
             0 => None,
             p => Some((st.dim_map.get(block, run).ok_or(FtlError::OutOfRange)?, p)),
         };
-        let held = st.dim_held() as usize;
-        let m = usize::from(st.shape.dim_group);
-        let b = block as usize;
-        let dram = match st.dim_tail.get(b * m * held..(b + 1) * m * held) {
-            Some(d) if held > 0 => Some((d, st.dim_persisted, held as u32)),
+        let tail = &st.dim_tail;
+        let held = st.dim_held();
+        let at = block as usize * usize::from(st.shape.dim_group) * tail.stride();
+        let dram = match tail.data().get(at..) {
+            Some(d) if held > 0 => Some(DimSpan::new(d, tail.stride(), st.dim_persisted, held)),
             _ => None,
         };
         Ok(RunSpans { flash, dram })

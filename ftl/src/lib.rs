@@ -79,6 +79,6 @@ pub use error::FtlError;
 pub use ftl::{Ftl, FtlConfig, MAX_STREAMS};
 pub use geometry::{Geometry, MAX_PAGES_PER_BLOCK, MAX_TOTAL_BLOCKS};
 pub use op::{FlashOp, Merge, MergeLayout};
-pub use spans::{GroupSpans, RunSpans};
+pub use spans::{DimSpan, GroupSpans, RunSpans};
 pub use stats::FtlStats;
 pub use stream::{Kind, StreamId, StreamShape};

@@ -25,7 +25,36 @@ pub struct RunSpans<'a> {
     /// Page `[m][N]` fp16 whose first `tokens` entries of every dim row are
     /// valid.
     pub flash: Option<(Ppa, u32)>,
-    /// `(data, first, tokens)`: tokens `[first, first + tokens)` of the run,
-    /// `data` is dim-major `[m][tokens]` fp16.
-    pub dram: Option<(&'a [u16], u32, u32)>,
+    /// Tokens `[first, first + tokens)` of the run, still in DRAM.
+    pub dram: Option<DimSpan<'a>>,
+}
+
+/// The DRAM part of a dim run for the `m` dims of one block: dim-major
+/// fp16 rows, `stride` entries apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DimSpan<'a> {
+    data: &'a [u16],
+    stride: usize,
+    /// The run's first token held here.
+    pub first: u32,
+    /// Tokens held.
+    pub tokens: u32,
+}
+
+impl<'a> DimSpan<'a> {
+    pub(crate) fn new(data: &'a [u16], stride: usize, first: u32, tokens: u32) -> DimSpan<'a> {
+        DimSpan {
+            data,
+            stride,
+            first,
+            tokens,
+        }
+    }
+
+    /// Dim `j` of the block (0..m): its `tokens` entries, or `None` past
+    /// the block.
+    pub fn row(&self, j: usize) -> Option<&'a [u16]> {
+        let at = j.checked_mul(self.stride)?;
+        self.data.get(at..at + self.tokens as usize)
+    }
 }

@@ -8,6 +8,7 @@ use alloc::vec::Vec;
 
 use crate::address::Ppa;
 use crate::dim_map::DimMap;
+use crate::group_buffer::DimTail;
 use crate::stream::{Kind, StreamShape};
 use crate::token_map::TokenMap;
 
@@ -36,7 +37,7 @@ pub(crate) struct StreamState {
     pub v_tail: Vec<u16>,
     /// Tokens of the current run already in flash (all dim blocks alike).
     pub dim_persisted: u32,
-    pub dim_tail: Vec<u16>,
+    pub dim_tail: DimTail,
 }
 
 impl StreamState {
@@ -53,7 +54,7 @@ impl StreamState {
             k_tail: Vec::new(),
             v_tail: Vec::new(),
             dim_persisted: 0,
-            dim_tail: Vec::new(),
+            dim_tail: DimTail::default(),
         }
     }
 

@@ -18,7 +18,7 @@ use alloc::vec::Vec;
 use crate::address::Ppa;
 use crate::error::FtlError;
 use crate::ftl::Ftl;
-use crate::group_buffer::{push_dim_tokens, put_dim_rows, put_token_rows};
+use crate::group_buffer::{DimTail, put_dim_rows, put_token_rows};
 use crate::op::{Merge, MergeLayout};
 use crate::placement::{dim_die, token_die};
 use crate::stream::{Kind, StreamId};
@@ -72,15 +72,14 @@ impl Ftl {
         Ok(true)
     }
 
-    /// Persists the dim tail (`[hd][held]`) of run `run` at token `first`,
-    /// one page per dim block. Returns the number of new programs.
+    /// Persists the dim tail of run `run` at token `first`, one page per
+    /// dim block. Returns the number of new programs.
     fn write_dim_pages(
         &mut self,
         id: StreamId,
         run: u32,
         first: u32,
-        tail: &[u16],
-        held: usize,
+        tail: &DimTail,
     ) -> Result<u32, FtlError> {
         let st = self.stream(id)?;
         let (n, m) = (st.tpd, u32::from(st.shape.dim_group));
@@ -96,7 +95,6 @@ impl Ftl {
                     b as usize,
                     first as usize,
                     tail,
-                    held,
                 )
             };
             if let Some(old) = old
@@ -172,8 +170,8 @@ impl Ftl {
         let st = self.stream_mut(id)?;
         let first = st.dim_persisted;
         let mut tail = core::mem::take(&mut st.dim_tail);
-        let held = tail.len() / st.hd().max(1);
-        let new = self.write_dim_pages(id, run, first, &tail, held)?;
+        let held = tail.held();
+        let new = self.write_dim_pages(id, run, first, &tail)?;
         if !full {
             self.counters.partial_pages_written += u64::from(new);
         }
@@ -226,11 +224,10 @@ impl Ftl {
             let o = pos % tpd;
             let c = (n - i).min(tpd - o);
             let st = self.stream_mut(id)?;
-            let held = st.dim_tail.len() / hd;
             let chunk = k_dim
                 .get(i as usize * hd..(i + c) as usize * hd)
                 .unwrap_or(&[]);
-            push_dim_tokens(&mut st.dim_tail, hd, held, chunk);
+            st.dim_tail.push(hd, chunk);
             pos += c;
             i += c;
             if o + c == tpd {

@@ -168,30 +168,23 @@ pub fn approx_scale(q_h: &[i32], dims: &[u16]) -> u32 {
     root.min(u128::from(APPROX_SCALE_MAX)) as u32
 }
 
+#[inline]
 fn saturate_i32(x: i128) -> i32 {
     x.clamp(i128::from(i32::MIN), i128::from(i32::MAX)) as i32
+}
+
+/// A Q28 dot product scaled to a Q16 logit: saturate_i32((d · c) >> 28),
+/// arithmetic (floor) shift. Every logit of the engine ends here.
+#[inline]
+pub fn scale_dot(d: i128, c: u32) -> i32 {
+    saturate_i32((d * i128::from(c)) >> 28)
 }
 
 /// Logit in Q16: saturate_i32((dot(q, k) · c) >> 28), arithmetic (floor)
 /// shift. `dot` is Q28 (Q14 · Q14), `c` is Q16, so the product is Q44; the
 /// product is below 2^69 · 2^20 = 2^89 in magnitude and fits i128.
 pub fn logit(q: &[i32], k: &[u16], c: u32) -> i32 {
-    saturate_i32((dot(q, k) * i128::from(c)) >> 28)
-}
-
-/// [`logit`] with the key already in Fx (`k_fx[i] = fx(k_i)`): the same
-/// number, for callers that take one key against several query heads.
-#[inline]
-pub fn logit_fx(q: &[i32], k_fx: &[i32], c: u32) -> i32 {
-    saturate_i32((dot_fx(q, k_fx.iter().copied()) * i128::from(c)) >> 28)
-}
-
-/// [`logit_fx`] for a query with [`sums_fit_i64`] (checked by the caller
-/// once for many keys; the same number).
-#[inline]
-pub fn logit_fx_i64(q: &[i32], k_fx: &[i32], c: u32) -> i32 {
-    let d = dot_fx_i64(q, k_fx.iter().copied());
-    saturate_i32((i128::from(d) * i128::from(c)) >> 28)
+    scale_dot(dot(q, k), c)
 }
 
 /// [`logit`] on chosen dims: `Σ_t q_h[dims[t]] · fx(k_dims[t])`, scaled the
@@ -206,7 +199,7 @@ pub fn logit_dims(q_h: &[i32], k_dims: &[u16], dims: &[u16], c: u32) -> i32 {
             i128::from(i64::from(q) * i64::from(fx(b)))
         })
         .sum();
-    saturate_i32((d * i128::from(c)) >> 28)
+    scale_dot(d, c)
 }
 
 #[cfg(test)]
@@ -246,9 +239,10 @@ mod tests {
             for q in [&q, &small] {
                 let k = &k[..q.len()];
                 let kf: Vec<i32> = k.iter().map(|&b| fx(b)).collect();
-                prop_assert_eq!(logit_fx(q, &kf, c), logit(q, k, c));
+                prop_assert_eq!(scale_dot(dot_fx(q, kf.iter().copied()), c), logit(q, k, c));
                 if sums_fit_i64(q) {
-                    prop_assert_eq!(logit_fx_i64(q, &kf, c), logit(q, k, c));
+                    let d = i128::from(dot_fx_i64(q, kf.iter().copied()));
+                    prop_assert_eq!(scale_dot(d, c), logit(q, k, c));
                 }
             }
         }

@@ -103,7 +103,7 @@ mod accuracy;
 pub use bound::{ALPHA_EPS, DENSE_EPS, ROUNDING, SPARF_EPS, error_bound};
 pub use fixed::{
     APPROX_SCALE_MAX, FRAC, FX_MAX, approx_scale, dense_scale, dot, dot_fx, dot_fx_i64,
-    f32_to_f16_bits, fx, fx_to_f32, isqrt, logit, logit_dims, logit_fx, logit_fx_i64, sums_fit_i64,
+    f32_to_f16_bits, fx, fx_to_f32, isqrt, logit, logit_dims, scale_dot, sums_fit_i64,
 };
 pub use guard::{alpha_threshold, select_guarded, select_guarded_with};
 pub use heads::attend_heads;

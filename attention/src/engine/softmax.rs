@@ -25,6 +25,7 @@ pub const EXP2_POLY: [i64; 5] = [
 ];
 
 /// P(f) for `f < 65536` (higher bits are ignored): 2^(−f/65536) in Q30.
+#[inline]
 pub fn exp2_frac(f: u32) -> u32 {
     let f = i64::from(f & 0xFFFF);
     let mut acc = EXP2_POLY[4];
@@ -41,13 +42,12 @@ pub fn exp2_frac(f: u32) -> u32 {
 /// y = (t · LOG2E_Q16) >> 16 is log2 of the weight in Q16 (floor, ≤ 0);
 /// with z = −y, the weight is P(z mod 2^16) >> (z >> 16), 0 once the shift
 /// reaches 31. t ≥ −2^32 so t · LOG2E_Q16 fits i64.
+#[inline]
 pub fn weight(t: i64) -> u32 {
     let y = (t.min(0) * LOG2E_Q16) >> 16;
     let z = -y;
-    let n = z >> 16;
-    if n >= 31 {
-        return 0;
-    }
+    // P ≤ 2^30, so any shift of 31 or more gives 0: no branch needed.
+    let n = (z >> 16).min(31) as u32;
     exp2_frac((z & 0xFFFF) as u32) >> n
 }
 
@@ -61,6 +61,7 @@ pub fn weight(t: i64) -> u32 {
 ///
 /// Operates on the first min(logits.len(), probs.len()) entries; empty input
 /// writes nothing. Deterministic; the sum is order-independent.
+#[inline]
 pub fn softmax(logits: &[i32], probs: &mut [u32]) {
     let n = logits.len().min(probs.len());
     let (logits, probs) = (&logits[..n], &mut probs[..n]);

@@ -2,9 +2,7 @@
 //! (SparF step 1) and tokens from approximate probabilities plus the recency
 //! bonus (steps 5–6).
 
-use alloc::collections::BinaryHeap;
 use alloc::vec::Vec;
-use core::cmp::Reverse;
 
 /// Added to the key of each of the `local` most recent tokens so they always
 /// win: keys without it are at most `g · 2^30 < 2^40` for g ≤ 1023.
@@ -13,9 +11,11 @@ pub const LOCAL_BONUS: u64 = 1 << 40;
 /// Indices of the `k` largest keys, ascending.
 ///
 /// Order: larger key first; on equal keys the lower index wins. `k ≥ len`
-/// selects every index. Bounded min-heap of the current best `k`: O(n log k)
-/// time, O(k) memory, so S = 10^6 streams through. Keys at indices beyond
-/// `u32::MAX` are ignored (token indices are u32 everywhere).
+/// selects every index. The k-th largest key is found by selection on a
+/// copy of the keys (O(n) on average); every larger key is kept, and keys
+/// equal to it fill the remaining places in index order, so the output
+/// comes out ascending without a sort. Keys at indices beyond `u32::MAX`
+/// are ignored (token indices are u32 everywhere).
 pub fn argtopk(keys: &[u64], k: usize, out: &mut Vec<u32>) {
     out.clear();
     let keys = &keys[..keys.len().min(u32::MAX as usize)];
@@ -26,22 +26,20 @@ pub fn argtopk(keys: &[u64], k: usize, out: &mut Vec<u32>) {
     if k == 0 {
         return;
     }
-    // Max-heap on (Reverse(key), index): the top is the worst kept entry
-    // (smallest key, and among equal keys the highest index).
-    let mut heap: BinaryHeap<(Reverse<u64>, u32)> = BinaryHeap::with_capacity(k);
+    let mut copy = keys.to_vec();
+    let (larger, &mut threshold, _) = copy.select_nth_unstable_by(k - 1, |a, b| b.cmp(a));
+    // Every key above the threshold sits before position k − 1.
+    let above = larger.iter().filter(|&&x| x > threshold).count();
+    let mut ties = k - above;
+    out.reserve(k);
     for (&key, j) in keys.iter().zip(0u32..) {
-        if heap.len() < k {
-            heap.push((Reverse(key), j));
-        } else if let Some(mut worst) = heap.peek_mut() {
-            // Indices arrive in increasing order, so an equal key never
-            // displaces a kept one: ties go to the lower index.
-            if key > worst.0.0 {
-                *worst = (Reverse(key), j);
-            }
+        if key > threshold {
+            out.push(j);
+        } else if key == threshold && ties > 0 {
+            ties -= 1;
+            out.push(j);
         }
     }
-    out.extend(heap.into_iter().map(|(_, j)| j));
-    out.sort_unstable();
 }
 
 /// SparF step 1 for a group: key_i = Σ_h |q_{h,i}| (u64) over the `g` query
@@ -132,7 +130,7 @@ mod tests {
 
     #[test]
     fn argtopk_large_input() {
-        // 10^6 keys, k = 1000: the heap keeps memory at O(k).
+        // 10^6 keys, k = 1000.
         let n = 1_000_000u64;
         let keys: Vec<u64> = (0..n).map(|j| (j * 2_654_435_761) % 1_000_003).collect();
         let mut out = Vec::new();

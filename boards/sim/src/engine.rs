@@ -26,6 +26,7 @@
 use firmware::hal::{Engine, LogitJob, SoftEngine, WeightedSumJob};
 
 use crate::clock::{Resource, VirtualClock};
+use crate::simd;
 
 /// Timing parameters of the engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,13 +153,13 @@ impl SimEngine {
 
     /// See [`Engine::logits`].
     pub fn logits(&mut self, clock: &mut VirtualClock, job: LogitJob<'_>) {
-        self.timed(clock, EngineUnit::Gemv, false, |e| e.logits(job));
+        self.timed(clock, EngineUnit::Gemv, false, |e| simd::logits(e, job));
     }
 
     /// See [`Engine::softmax`].
     pub fn softmax(&mut self, clock: &mut VirtualClock, logits: &[i32], probs: &mut [u32]) {
         self.timed(clock, EngineUnit::Softmax, false, |e| {
-            e.softmax(logits, probs)
+            simd::softmax(e, logits, probs)
         });
     }
 
@@ -175,7 +176,9 @@ impl SimEngine {
 
     /// See [`Engine::weighted_sum`].
     pub fn weighted_sum(&mut self, clock: &mut VirtualClock, job: WeightedSumJob<'_>) {
-        self.timed(clock, EngineUnit::Gemv, false, |e| e.weighted_sum(job));
+        self.timed(clock, EngineUnit::Gemv, false, |e| {
+            simd::weighted_sum(e, job)
+        });
     }
 
     /// Runs `op` on the soft engine and charges its work delta; the clock

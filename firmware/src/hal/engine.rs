@@ -96,41 +96,53 @@ impl EngineWork {
 pub struct SoftEngine {
     /// Work done so far.
     pub work: EngineWork,
-    /// One row in Fx (scratch), taken against every query head.
-    row_fx: Vec<i32>,
-    /// Per query head of a logit job, whether its sums fit an i64
-    /// (scratch).
-    fits: Vec<bool>,
+    /// A job's rows in Fx (scratch), each taken against every query head.
+    rows_fx: Vec<i32>,
 }
 
-impl Engine for SoftEngine {
-    fn logits(&mut self, job: LogitJob<'_>) {
+impl SoftEngine {
+    /// The body of [`Engine::logits`]. Always inlined, so that a board
+    /// may compile it again for a wider instruction set (the simulated
+    /// board's AVX2 path); the numbers are the same either way.
+    #[inline(always)]
+    pub fn logits_inline(&mut self, job: LogitJob<'_>) {
         let w = job.width;
         if w == 0 {
             return;
         }
         let n = job.rows.len() / w;
-        // Each row in Fx once, for every query head; a head whose sums
-        // fit an i64 (checked once) takes the plain sum.
-        let fits = &mut self.fits;
-        fits.clear();
-        fits.extend(
-            job.queries
-                .chunks_exact(w)
-                .take(job.scales.len())
-                .map(model::sums_fit_i64),
-        );
-        let row_fx = &mut self.row_fx;
-        for (j, row) in job.rows.chunks_exact(w).enumerate() {
-            row_fx.clear();
-            row_fx.extend(row.iter().map(|&b| model::fx(b)));
-            for (h, (&scale, &fit)) in job.scales.iter().zip(fits.iter()).enumerate() {
-                let q = &job.queries[h * w..(h + 1) * w];
-                job.out[h * job.out_stride + job.out_offset + j] = if fit {
-                    model::logit_fx_i64(q, row_fx, scale)
-                } else {
-                    model::logit_fx(q, row_fx, scale)
-                };
+        // Each row in Fx once, for every query head.
+        let rows = &mut self.rows_fx;
+        rows.clear();
+        rows.resize(n * w, 0);
+        for (x, &b) in rows.iter_mut().zip(job.rows) {
+            *x = model::fx(b);
+        }
+        for (h, &scale) in job.scales.iter().enumerate() {
+            let q = &job.queries[h * w..(h + 1) * w];
+            let at = h * job.out_stride + job.out_offset;
+            let out = &mut job.out[at..at + n];
+            if !model::sums_fit_i64(q) {
+                for (o, row) in out.iter_mut().zip(rows.chunks_exact(w)) {
+                    *o = model::scale_dot(model::dot_fx(q, row.iter().copied()), scale);
+                }
+                continue;
+            }
+            // No partial sum leaves i64: plain sums, unrolled for the
+            // widths the engine sees (SparF's dims, head dims).
+            match w {
+                8 => logits_fixed::<8>(q, rows, out, scale),
+                16 => logits_fixed::<16>(q, rows, out, scale),
+                32 => logits_fixed::<32>(q, rows, out, scale),
+                64 => logits_fixed::<64>(q, rows, out, scale),
+                128 => logits_fixed::<128>(q, rows, out, scale),
+                256 => logits_fixed::<256>(q, rows, out, scale),
+                _ => {
+                    for (o, row) in out.iter_mut().zip(rows.chunks_exact(w)) {
+                        let d = model::dot_fx_i64(q, row.iter().copied());
+                        *o = model::scale_dot(i128::from(d), scale);
+                    }
+                }
             }
         }
         self.work.macs += (n * w * job.scales.len()) as u64;
@@ -138,9 +150,67 @@ impl Engine for SoftEngine {
         self.work.bytes_in += (job.rows.len() * 2) as u64;
     }
 
-    fn softmax(&mut self, logits: &[i32], probs: &mut [u32]) {
+    /// The body of [`Engine::softmax`], inlined like
+    /// [`Self::logits_inline`].
+    #[inline(always)]
+    pub fn softmax_inline(&mut self, logits: &[i32], probs: &mut [u32]) {
         model::softmax(logits, probs);
         self.work.softmax_elems += logits.len() as u64;
+    }
+
+    /// The body of [`Engine::weighted_sum`], inlined like
+    /// [`Self::logits_inline`].
+    #[inline(always)]
+    pub fn weighted_sum_inline(&mut self, job: WeightedSumJob<'_>) {
+        let d = job.d;
+        if d == 0 {
+            return;
+        }
+        let g = job.acc.len() / d;
+        let n = job.rows.len() / d;
+        let rows = &mut self.rows_fx;
+        rows.clear();
+        rows.resize(n * d, 0);
+        for (x, &b) in rows.iter_mut().zip(job.rows) {
+            *x = model::fx(b);
+        }
+        for (j, row) in rows.chunks_exact(d).enumerate() {
+            for (h, acc) in job.acc.chunks_exact_mut(d).take(g).enumerate() {
+                let p = job.probs[h * job.probs_stride + job.probs_offset + j];
+                model::accumulate_fx(acc, p, row);
+            }
+        }
+        self.work.macs += (job.rows.len() * g) as u64;
+        self.work.dots += (n * g) as u64;
+        self.work.bytes_in += (job.rows.len() * 2) as u64;
+    }
+}
+
+/// Logits of Fx rows of a width known at compile time (the sums fit i64).
+#[inline(always)]
+fn logits_fixed<const W: usize>(q: &[i32], rows: &[i32], out: &mut [i32], scale: u32) {
+    let Ok(q) = <&[i32; W]>::try_from(q) else {
+        return;
+    };
+    for (o, row) in out.iter_mut().zip(rows.chunks_exact(W)) {
+        let Ok(row) = <&[i32; W]>::try_from(row) else {
+            continue;
+        };
+        let mut d = 0i64;
+        for t in 0..W {
+            d += i64::from(q[t]) * i64::from(row[t]);
+        }
+        *o = model::scale_dot(i128::from(d), scale);
+    }
+}
+
+impl Engine for SoftEngine {
+    fn logits(&mut self, job: LogitJob<'_>) {
+        self.logits_inline(job);
+    }
+
+    fn softmax(&mut self, logits: &[i32], probs: &mut [u32]) {
+        self.softmax_inline(logits, probs);
     }
 
     fn argtopk(&mut self, keys: &[u64], k: usize, out: &mut Vec<u32>) {
@@ -150,22 +220,84 @@ impl Engine for SoftEngine {
     }
 
     fn weighted_sum(&mut self, job: WeightedSumJob<'_>) {
-        let d = job.d;
-        if d == 0 {
-            return;
-        }
-        let g = job.acc.len() / d;
-        let row_fx = &mut self.row_fx;
-        for (j, row) in job.rows.chunks_exact(d).enumerate() {
-            row_fx.clear();
-            row_fx.extend(row.iter().map(|&b| model::fx(b)));
-            for (h, acc) in job.acc.chunks_exact_mut(d).take(g).enumerate() {
-                let p = job.probs[h * job.probs_stride + job.probs_offset + j];
-                model::accumulate_fx(acc, p, row_fx);
+        self.weighted_sum_inline(job);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    /// A reproducible spread of fp16 bits (every class: zeros,
+    /// subnormals, normals, infinities, NaNs).
+    fn bits(i: usize) -> u16 {
+        (i as u32).wrapping_mul(2_654_435_761).rotate_left(7) as u16
+    }
+
+    #[test]
+    fn logits_are_the_model_logit_of_each_row_and_head() {
+        for w in [1, 3, 8, 16, 32, 64, 128, 256] {
+            for big in [false, true] {
+                let (n, g) = (5, 2);
+                let queries: Vec<i32> = (0..g * w)
+                    .map(|i| match big {
+                        true => i32::MIN + i as i32,
+                        false => (i as i32 * 7919) % 40_000 - 20_000,
+                    })
+                    .collect();
+                let scales = [5792, 1 << 20];
+                let rows: Vec<u16> = (0..n * w).map(|i| bits(i + w)).collect();
+                let mut out = vec![0i32; g * n];
+                SoftEngine::default().logits(LogitJob {
+                    queries: &queries,
+                    scales: &scales,
+                    rows: &rows,
+                    width: w,
+                    out: &mut out,
+                    out_stride: n,
+                    out_offset: 0,
+                });
+                for h in 0..g {
+                    for j in 0..n {
+                        let want = model::logit(
+                            &queries[h * w..(h + 1) * w],
+                            &rows[j * w..(j + 1) * w],
+                            scales[h],
+                        );
+                        assert_eq!(out[h * n + j], want, "w {w} big {big} h {h} j {j}");
+                    }
+                }
             }
         }
-        self.work.macs += (job.rows.len() * g) as u64;
-        self.work.dots += (job.rows.len() / d * g) as u64;
-        self.work.bytes_in += (job.rows.len() * 2) as u64;
+    }
+
+    #[test]
+    fn weighted_sums_are_the_model_accumulation() {
+        let (n, d, g) = (4, 64, 3);
+        let probs: Vec<u32> = (0..g * n)
+            .map(|i| (i as u32 * 97_003) % (1 << 30))
+            .collect();
+        let rows: Vec<u16> = (0..n * d).map(bits).collect();
+        let mut acc = vec![0i64; g * d];
+        SoftEngine::default().weighted_sum(WeightedSumJob {
+            probs: &probs,
+            probs_stride: n,
+            probs_offset: 0,
+            rows: &rows,
+            d,
+            acc: &mut acc,
+        });
+        let mut want = vec![0i64; g * d];
+        for h in 0..g {
+            for j in 0..n {
+                model::accumulate(
+                    &mut want[h * d..(h + 1) * d],
+                    probs[h * n + j],
+                    &rows[j * d..(j + 1) * d],
+                );
+            }
+        }
+        assert_eq!(acc, want);
     }
 }

@@ -74,15 +74,16 @@ pub(super) fn plan(
                 };
                 reads.push((PageRead { ppa, filter }, dest));
             }
-            if let Some((data, first, n)) = spans.dram {
-                let (first, n) = (first as usize, n as usize);
+            if let Some(span) = spans.dram {
+                let (first, n) = (span.first as usize, span.tokens as usize);
+                let dst = rows
+                    .get_mut((base + first) * r..(base + first + n) * r)
+                    .ok_or(Status::INTERNAL_ERROR)?;
                 for (k, &dim) in dims[lo..hi].iter().enumerate() {
                     let local = usize::from(dim) - b * m;
-                    let src = data
-                        .get(local * n..(local + 1) * n)
-                        .ok_or(Status::INTERNAL_ERROR)?;
-                    for (i, &x) in src.iter().enumerate() {
-                        rows[(base + first + i) * r + lo + k] = x;
+                    let src = span.row(local).ok_or(Status::INTERNAL_ERROR)?;
+                    for (row, &x) in dst.chunks_exact_mut(r).zip(src) {
+                        row[lo + k] = x;
                     }
                 }
                 counters.dram_tail_bytes += ((hi - lo) * n * 2) as u64;
@@ -98,14 +99,15 @@ pub(super) fn fill(rows: &mut [u16], r: usize, dst: Dest, bytes: &[u8]) -> Resul
     if bytes.len() != dst.count * dst.tokens * 2 {
         return Err(Status::INTERNAL_ERROR);
     }
-    for k in 0..dst.count {
-        for j in 0..dst.tokens {
-            let at = (k * dst.tokens + j) * 2;
-            let x = u16::from_le_bytes([bytes[at], bytes[at + 1]]);
-            let slot = rows
-                .get_mut((dst.base + j) * r + dst.dim + k)
-                .ok_or(Status::INTERNAL_ERROR)?;
-            *slot = x;
+    let out = rows
+        .get_mut(dst.base * r..(dst.base + dst.tokens) * r)
+        .ok_or(Status::INTERNAL_ERROR)?;
+    if dst.dim + dst.count > r {
+        return Err(Status::INTERNAL_ERROR);
+    }
+    for (k, dim) in bytes.chunks_exact(dst.tokens.max(1) * 2).enumerate() {
+        for (row, x) in out.chunks_exact_mut(r).zip(dim.chunks_exact(2)) {
+            row[dst.dim + k] = u16::from_le_bytes([x[0], x[1]]);
         }
     }
     Ok(())

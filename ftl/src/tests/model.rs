@@ -133,13 +133,14 @@ pub(crate) fn check_stream(ftl: &Ftl, nand: &TestNand, r: &Ref) {
                 }
                 covered = n;
             }
-            if let Some((d, first, n)) = sp.dram {
-                let (first, n) = (first as usize, n as usize);
+            if let Some(d) = sp.dram {
+                let (first, n) = (d.first as usize, d.tokens as usize);
                 assert_eq!(first, covered);
-                assert_eq!(d.len(), m * n);
                 for j in 0..m {
-                    for i in 0..n {
-                        assert_eq!(d[j * n + i], want(first + i, j), "dim dram b{b} r{run}");
+                    let row = d.row(j).expect("dim row in DRAM");
+                    assert_eq!(row.len(), n);
+                    for (i, &x) in row.iter().enumerate() {
+                        assert_eq!(x, want(first + i, j), "dim dram b{b} r{run}");
                     }
                 }
                 covered += n;
@@ -189,7 +190,7 @@ pub(crate) fn check_all(ftl: &Ftl, nand: &TestNand, refs: &[Ref], placement: boo
         let nn = ftl.tokens_per_dim_page(r.id).unwrap() as usize;
         if r.len() % nn != 0 {
             let sp = ftl.dim_run(r.id, 0, (r.len() / nn) as u32).unwrap();
-            dram += sp.dram.map_or(0, |d| u64::from(d.2)) * hd * 2;
+            dram += sp.dram.map_or(0, |d| u64::from(d.tokens)) * hd * 2;
         }
     }
     assert_eq!(s.dram_used, dram, "DRAM accounting");

@@ -198,6 +198,10 @@ pub struct NandTimer {
     /// `Die::next_event` of each die, kept current as the die changes
     /// (nothing but its own commands changes a die).
     die_next: Vec<Option<u64>>,
+    /// [`Self::grant`] of each channel, kept current the same way (a grant
+    /// depends only on the channel's dies and its bus, which change only
+    /// with them).
+    grant_next: Vec<Option<(u64, Event)>>,
     /// When each channel's bus is next free.
     bus_free: Vec<u64>,
     /// Known completions: (finish, id), earliest first.
@@ -219,6 +223,7 @@ impl NandTimer {
             channels,
             dies: vec![Die::new(); channels * ways],
             die_next: vec![None; channels * ways],
+            grant_next: vec![None; channels],
             bus_free: vec![0; channels],
             done: BinaryHeap::new(),
             horizon: 0,
@@ -281,6 +286,8 @@ impl NandTimer {
 
     fn refresh(&mut self, i: usize) {
         self.die_next[i] = self.dies[i].next_event();
+        let channel = i % self.channels;
+        self.grant_next[channel] = self.grant(channel);
     }
 
     /// The earliest completion, `(id, finish)`, without taking it; runs the
@@ -305,6 +312,7 @@ impl NandTimer {
     pub fn reset(&mut self) {
         self.dies.iter_mut().for_each(|d| *d = Die::new());
         self.die_next.iter_mut().for_each(|t| *t = None);
+        self.grant_next.iter_mut().for_each(|g| *g = None);
         self.bus_free.iter_mut().for_each(|b| *b = 0);
         self.done.clear();
         self.horizon = 0;
@@ -329,9 +337,12 @@ impl NandTimer {
             .enumerate()
             .filter_map(|(i, t)| t.map(|t| (t, Event::Die(i))))
             .min_by_key(|&(t, _)| t);
-        let grant = (0..self.channels)
-            .filter_map(|c| self.grant(c))
-            .min_by_key(|&(t, _)| t);
+        let grant = self
+            .grant_next
+            .iter()
+            .flatten()
+            .min_by_key(|&&(t, _)| t)
+            .copied();
         match (die, grant) {
             (Some(d), Some(g)) => Some(if g.0 < d.0 { g } else { d }),
             (d, g) => d.or(g),
