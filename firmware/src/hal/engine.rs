@@ -112,12 +112,7 @@ impl SoftEngine {
         }
         let n = job.rows.len() / w;
         // Each row in Fx once, for every query head.
-        let rows = &mut self.rows_fx;
-        rows.clear();
-        rows.resize(n * w, 0);
-        for (x, &b) in rows.iter_mut().zip(job.rows) {
-            *x = model::fx(b);
-        }
+        let rows = to_fx(&mut self.rows_fx, &job.rows[..n * w]);
         for (h, &scale) in job.scales.iter().enumerate() {
             let q = &job.queries[h * w..(h + 1) * w];
             let at = h * job.out_stride + job.out_offset;
@@ -168,12 +163,7 @@ impl SoftEngine {
         }
         let g = job.acc.len() / d;
         let n = job.rows.len() / d;
-        let rows = &mut self.rows_fx;
-        rows.clear();
-        rows.resize(n * d, 0);
-        for (x, &b) in rows.iter_mut().zip(job.rows) {
-            *x = model::fx(b);
-        }
+        let rows = to_fx(&mut self.rows_fx, &job.rows[..n * d]);
         for (j, row) in rows.chunks_exact(d).enumerate() {
             for (h, acc) in job.acc.chunks_exact_mut(d).take(g).enumerate() {
                 let p = job.probs[h * job.probs_stride + job.probs_offset + j];
@@ -184,6 +174,17 @@ impl SoftEngine {
         self.work.dots += (n * g) as u64;
         self.work.bytes_in += (job.rows.len() * 2) as u64;
     }
+}
+
+/// `rows` in Fx, into `buf` (scratch kept between jobs).
+#[inline(always)]
+fn to_fx<'b>(buf: &'b mut Vec<i32>, rows: &[u16]) -> &'b [i32] {
+    buf.clear();
+    buf.resize(rows.len(), 0);
+    for (x, &b) in buf.iter_mut().zip(rows) {
+        *x = model::fx(b);
+    }
+    buf
 }
 
 /// Logits of Fx rows of a width known at compile time (the sums fit i64).
