@@ -44,6 +44,7 @@ pub(super) fn plan(
     let row_bytes = u16::try_from(n_run * 2).map_err(|_| Status::INTERNAL_ERROR)?;
     let mut rows = vec![0u16; s * r];
     let mut reads = Vec::new();
+    let mut srcs: Vec<&[u16]> = Vec::new();
     for b in 0..d / m {
         let lo = dims.partition_point(|&x| usize::from(x) < b * m);
         let hi = dims.partition_point(|&x| usize::from(x) < (b + 1) * m);
@@ -79,18 +80,39 @@ pub(super) fn plan(
                 let dst = rows
                     .get_mut((base + first) * r..(base + first + n) * r)
                     .ok_or(Status::INTERNAL_ERROR)?;
-                for (k, &dim) in dims[lo..hi].iter().enumerate() {
+                srcs.clear();
+                for &dim in &dims[lo..hi] {
                     let local = usize::from(dim) - b * m;
-                    let src = span.row(local).ok_or(Status::INTERNAL_ERROR)?;
-                    for (row, &x) in dst.chunks_exact_mut(r).zip(src) {
-                        row[lo + k] = x;
-                    }
+                    srcs.push(span.row(local).ok_or(Status::INTERNAL_ERROR)?);
                 }
+                gather(dst, r, lo, &srcs);
                 counters.dram_tail_bytes += ((hi - lo) * n * 2) as u64;
             }
         }
     }
     Ok((rows, reads))
+}
+
+/// Tokens per step of [`gather`]: one 64-byte line of each dim row.
+const GATHER_CHUNK: usize = 32;
+
+/// Copies DRAM dim rows `srcs` (one per kept dim, from the `lo`-th of the
+/// head's dims on) into `dst` (rows of width `r`). It goes a chunk of
+/// tokens at a time across every row, so that the loads of several rows
+/// are in flight together (a row at a time, the tail's rows came from
+/// memory one line after another).
+fn gather(dst: &mut [u16], r: usize, lo: usize, srcs: &[&[u16]]) {
+    for (c, out) in dst.chunks_mut(GATHER_CHUNK * r).enumerate() {
+        let at = c * GATHER_CHUNK;
+        for (k, src) in srcs.iter().enumerate() {
+            let Some(src) = src.get(at..) else {
+                continue;
+            };
+            for (row, &x) in out.chunks_exact_mut(r).zip(src) {
+                row[lo + k] = x;
+            }
+        }
+    }
 }
 
 /// Puts one dim page's kept bytes (`count` dims × `tokens`) into `rows`
@@ -111,4 +133,34 @@ pub(super) fn fill(rows: &mut [u16], r: usize, dst: Dest, bytes: &[u8]) -> Resul
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{GATHER_CHUNK, gather};
+    use alloc::vec;
+    use alloc::vec::Vec;
+
+    /// The chunked gather puts every element where a row-at-a-time copy
+    /// puts it, for runs shorter than, equal to and past a chunk, and
+    /// leaves the other columns alone.
+    #[test]
+    fn gather_equals_a_row_at_a_time_copy() {
+        let (r, lo) = (7, 2);
+        for n in [0, 1, GATHER_CHUNK - 1, GATHER_CHUNK, 3 * GATHER_CHUNK + 5] {
+            let rows: Vec<Vec<u16>> = (0..4)
+                .map(|k| (0..n).map(|j| (k * 1000 + j) as u16).collect())
+                .collect();
+            let srcs: Vec<&[u16]> = rows.iter().map(Vec::as_slice).collect();
+            let mut got = vec![u16::MAX; n * r];
+            gather(&mut got, r, lo, &srcs);
+            let mut want = vec![u16::MAX; n * r];
+            for (k, src) in srcs.iter().enumerate() {
+                for (row, &x) in want.chunks_exact_mut(r).zip(src.iter()) {
+                    row[lo + k] = x;
+                }
+            }
+            assert_eq!(got, want, "n {n}");
+        }
+    }
 }

@@ -19,6 +19,7 @@
 
 pub mod array;
 pub mod faults;
+mod min_tree;
 pub mod schedule;
 pub mod sweep;
 pub mod timing;
@@ -76,6 +77,9 @@ pub struct NandSim {
     timer: NandTimer,
     /// By submission number.
     outstanding: BTreeMap<u64, Outstanding>,
+    /// Buffers of reads already handed back, for the next reads' kept
+    /// bytes (a read then allocates nothing).
+    spare: Vec<Vec<u8>>,
     per_die: Vec<usize>,
     seq: u64,
     counters: NandCounters,
@@ -94,6 +98,7 @@ impl NandSim {
             array: NandArray::new(geometry, bad_blocks),
             timer: NandTimer::new(timing, ch, ways),
             outstanding: BTreeMap::new(),
+            spare: Vec::new(),
             per_die: vec![0; ch * ways],
             seq: 0,
             counters: NandCounters {
@@ -123,6 +128,7 @@ impl NandSim {
     /// the array keeps what was written.
     pub fn restore_power(&mut self) {
         self.outstanding.clear();
+        self.spare.clear();
         self.timer.reset();
         self.per_die.iter_mut().for_each(|d| *d = 0);
         self.cut_after = None;
@@ -192,7 +198,7 @@ impl NandSim {
                 let work = Work::Program {
                     page_bytes: data.len(),
                 };
-                (work, status, Vec::new())
+                (work, status, self.spare.pop().unwrap_or_default())
             }
             NandCmd::Erase { block } => {
                 if self.faults.roll(self.faults.cfg.erase_ppm) {
@@ -201,7 +207,7 @@ impl NandSim {
                 }
                 let status = self.array.erase(block)?;
                 self.counters.blocks_erased += 1;
-                (Work::Erase, status, Vec::new())
+                (Work::Erase, status, self.spare.pop().unwrap_or_default())
             }
         };
         // A slow channel stretches every stage of its operations.
@@ -255,6 +261,9 @@ impl NandSim {
         };
         out[..needed].copy_from_slice(&op.data);
         self.per_die[op.die] -= 1;
+        let mut spare = op.data;
+        spare.clear();
+        self.spare.push(spare);
         Ok((op.done, finish))
     }
 
@@ -289,7 +298,7 @@ impl NandSim {
 
     /// Reads `ppa` through `filter`: its status and the kept bytes.
     fn read_filtered(
-        &self,
+        &mut self,
         ppa: ftl::Ppa,
         filter: &RowFilter,
         page_size: usize,
@@ -306,7 +315,8 @@ impl NandSim {
                 &erased[..]
             }
         };
-        let mut kept = vec![0; filter.kept_bytes()];
+        let mut kept = self.spare.pop().unwrap_or_default();
+        kept.resize(filter.kept_bytes(), 0);
         filter
             .apply(page, &mut kept)
             .ok_or(NandError::BadFilter(page_size))?;

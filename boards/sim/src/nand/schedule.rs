@@ -38,6 +38,7 @@
 use core::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
+use super::min_tree::MinTree;
 use super::timing::NandTiming;
 
 /// What one command asks of its die, before scaling.
@@ -197,11 +198,13 @@ pub struct NandTimer {
     dies: Vec<Die>,
     /// `Die::next_event` of each die, kept current as the die changes
     /// (nothing but its own commands changes a die).
-    die_next: Vec<Option<u64>>,
+    die_next: MinTree,
     /// [`Self::grant`] of each channel, kept current the same way (a grant
     /// depends only on the channel's dies and its bus, which change only
     /// with them).
     grant_next: Vec<Option<(u64, Event)>>,
+    /// The times of `grant_next`, by channel.
+    grant_times: MinTree,
     /// When each channel's bus is next free.
     bus_free: Vec<u64>,
     /// Known completions: (finish, id), earliest first.
@@ -222,8 +225,9 @@ impl NandTimer {
             timing,
             channels,
             dies: vec![Die::new(); channels * ways],
-            die_next: vec![None; channels * ways],
+            die_next: MinTree::new(channels * ways),
             grant_next: vec![None; channels],
+            grant_times: MinTree::new(channels),
             bus_free: vec![0; channels],
             done: BinaryHeap::new(),
             horizon: 0,
@@ -285,9 +289,11 @@ impl NandTimer {
     }
 
     fn refresh(&mut self, i: usize) {
-        self.die_next[i] = self.dies[i].next_event();
+        self.die_next.set(i, self.dies[i].next_event());
         let channel = i % self.channels;
-        self.grant_next[channel] = self.grant(channel);
+        let grant = self.grant(channel);
+        self.grant_next[channel] = grant;
+        self.grant_times.set(channel, grant.map(|(t, _)| t));
     }
 
     /// The earliest completion, `(id, finish)`, without taking it; runs the
@@ -311,8 +317,9 @@ impl NandTimer {
     /// from time zero. The busy sums are kept.
     pub fn reset(&mut self) {
         self.dies.iter_mut().for_each(|d| *d = Die::new());
-        self.die_next.iter_mut().for_each(|t| *t = None);
+        self.die_next.clear();
         self.grant_next.iter_mut().for_each(|g| *g = None);
+        self.grant_times.clear();
         self.bus_free.iter_mut().for_each(|b| *b = 0);
         self.done.clear();
         self.horizon = 0;
@@ -331,18 +338,11 @@ impl NandTimer {
 
     /// The earliest event: die events before grants at equal times.
     fn next_event(&self) -> Option<(u64, Event)> {
-        let die = self
-            .die_next
-            .iter()
-            .enumerate()
-            .filter_map(|(i, t)| t.map(|t| (t, Event::Die(i))))
-            .min_by_key(|&(t, _)| t);
+        let die = self.die_next.min().map(|(t, i)| (t, Event::Die(i)));
         let grant = self
-            .grant_next
-            .iter()
-            .flatten()
-            .min_by_key(|&&(t, _)| t)
-            .copied();
+            .grant_times
+            .min()
+            .and_then(|(_, channel)| self.grant_next[channel]);
         match (die, grant) {
             (Some(d), Some(g)) => Some(if g.0 < d.0 { g } else { d }),
             (d, g) => d.or(g),
