@@ -307,8 +307,9 @@ pub struct CsdSpec {
     pub s: usize,
     /// `None` dense, else the sparse method at this compression.
     pub compression: Option<f64>,
-    /// [`Selection::Dense`] (no compression), [`Selection::SparF`] or
-    /// [`Selection::Pages`] (a compression).
+    /// [`Selection::Dense`] (no compression), or one of the drive's sparse
+    /// selections (a compression): [`Selection::SparF`],
+    /// [`Selection::SparFGuard`], [`Selection::Pages`], [`Selection::Quest`].
     pub selection: Selection,
 }
 
@@ -326,11 +327,16 @@ impl CsdSpec {
 
     /// The flash-aware page selection at `compression`.
     pub fn pages(heads: usize, s: usize, compression: f64) -> Self {
+        Self::sparse(Selection::Pages, heads, s, compression)
+    }
+
+    /// One of the drive's sparse `selection`s at `compression`.
+    pub fn sparse(selection: Selection, heads: usize, s: usize, compression: f64) -> Self {
         Self {
             heads,
             s,
             compression: Some(compression),
-            selection: Selection::Pages,
+            selection,
         }
     }
 
@@ -339,12 +345,13 @@ impl CsdSpec {
     pub fn policy(&self, page_size: u32) -> Result<Policy, RunError> {
         let mut policy = match (self.selection, self.compression) {
             (Selection::Dense, None) => Policy::DENSE,
-            (Selection::SparF | Selection::Pages, Some(c)) => {
-                Policy::new(self.selection, Compression::new(c).map_err(input)?)
-            }
+            (
+                Selection::SparF | Selection::SparFGuard | Selection::Pages | Selection::Quest,
+                Some(c),
+            ) => Policy::new(self.selection, Compression::new(c).map_err(input)?),
             (selection, c) => {
                 return Err(input(format!(
-                    "a simulated CSD point runs dense without a compression, or sparf or pages with one; not {selection} with {}",
+                    "a simulated CSD point runs dense without a compression, or sparf, sparf-guard, pages or quest with one; not {selection} with {}",
                     c.map_or("none".to_string(), |c| c.to_string())
                 )));
             }
@@ -692,16 +699,29 @@ mod tests {
             pages.channel_bus_bytes,
             dense.channel_bus_bytes
         );
+        // Quest's pages are whole pages too, in time order: the same cap.
+        let quest = run(CsdSpec::sparse(Selection::Quest, heads, s, 0.125));
+        assert_eq!(quest.selection, Selection::Quest);
+        assert!(
+            quest.pages_read > 0 && quest.pages_read <= dense.pages_read / 8 + slack,
+            "quest pages read {} of dense's {}",
+            quest.pages_read,
+            dense.pages_read
+        );
     }
 
-    /// A point runs dense without a compression, SparF or pages with one;
-    /// anything else is refused before a board is built.
+    /// A point runs dense without a compression, or one of the drive's
+    /// sparse selections with one; anything else is refused before a
+    /// board is built.
     #[test]
-    fn a_point_runs_dense_sparf_or_pages_only() {
+    fn a_point_runs_dense_or_a_drive_selection_only() {
         let ok = |spec: CsdSpec| spec.policy(4096).ok().map(|p| p.selection);
         assert_eq!(ok(CsdSpec::new(2, 64, None)), Some(Selection::Dense));
         assert_eq!(ok(CsdSpec::new(2, 64, Some(0.5))), Some(Selection::SparF));
         assert_eq!(ok(CsdSpec::pages(2, 64, 0.5)), Some(Selection::Pages));
+        for selection in [Selection::SparFGuard, Selection::Quest] {
+            assert_eq!(ok(CsdSpec::sparse(selection, 2, 64, 0.5)), Some(selection));
+        }
         let page = CsdSpec::pages(2, 64, 0.5).policy(16384).expect("16 KiB");
         assert_eq!(page.pages.page_bytes, 16384);
         for bad in [
@@ -713,10 +733,8 @@ mod tests {
                 compression: Some(0.5),
                 ..CsdSpec::new(2, 64, None)
             },
-            CsdSpec {
-                selection: Selection::SparQ,
-                ..CsdSpec::new(2, 64, Some(0.5))
-            },
+            CsdSpec::sparse(Selection::SparQ, 2, 64, 0.5),
+            CsdSpec::sparse(Selection::Oracle, 2, 64, 0.5),
             CsdSpec::pages(2, 64, 0.0),
         ] {
             assert!(bad.policy(4096).is_err(), "{bad:?}");

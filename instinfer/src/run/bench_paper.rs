@@ -610,7 +610,7 @@ fn fig_channels(c: &mut Ctx<'_>) -> Result<(), RunError> {
             .profile
             .points
             .iter()
-            .filter(|p| p.selection != Selection::Pages);
+            .filter(|p| matches!(p.selection, Selection::Dense | Selection::SparF));
         for p in points {
             let method = method_name(p.selection, p.compression);
             let _ = writeln!(

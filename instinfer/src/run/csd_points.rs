@@ -58,6 +58,8 @@ fn out_err(path: &Path, e: impl std::fmt::Display) -> RunError {
 fn label(page_size: u32, p: &CsdPoint, max_heads: usize) -> String {
     let letter = match p.selection {
         Selection::Pages => "P",
+        Selection::Quest => "Q",
+        Selection::SparFGuard => "G",
         _ => "S",
     };
     let m = p.compression.map_or("D".to_string(), |c| {

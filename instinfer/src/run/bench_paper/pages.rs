@@ -1,5 +1,6 @@
 //! `bench paper --figure pages`: the flash-aware page selection (`pages`)
-//! beside SparF on the paper's board, at 1/4, 1/8 and 1/16, at the
+//! beside SparF, SparF+ (its guardrail: `sparf-guard`) and the
+//! Quest-style page selection on the paper's board, at 1/4, 1/8 and 1/16, at the
 //! shortest and longest context, with dense measured in the same run
 //! (`pages.csv`, `pages.png`). Per point: the virtual time of one layer's
 //! decode step of the sample's sequences × the model's KV heads on one
@@ -20,7 +21,12 @@ use crate::run::plot::{Series, lines};
 const COMPRESSIONS: [f64; 3] = [0.25, 0.125, 0.0625];
 
 /// The sparse methods compared, in the figure's order.
-const METHODS: [Selection; 2] = [Selection::SparF, Selection::Pages];
+const METHODS: [Selection; 4] = [
+    Selection::SparF,
+    Selection::SparFGuard,
+    Selection::Quest,
+    Selection::Pages,
+];
 
 /// The contexts of the figure: the shortest and the longest simulated.
 fn contexts(p: &PaperParams) -> Vec<usize> {
@@ -35,15 +41,16 @@ fn contexts(p: &PaperParams) -> Vec<usize> {
     v
 }
 
-/// The CSD points the figure needs: dense, SparF and pages at every
+/// The CSD points the figure needs: dense, and every method at every
 /// compression, with the model's KV heads on one CSD.
 pub(super) fn specs(p: &PaperParams, m: &ModelShape) -> Vec<CsdSpec> {
     let mut v = Vec::new();
     for s in contexts(p) {
         v.push(CsdSpec::new(m.heads, s, None));
         for c in COMPRESSIONS {
-            v.push(CsdSpec::new(m.heads, s, Some(c)));
-            v.push(CsdSpec::pages(m.heads, s, c));
+            for selection in METHODS {
+                v.push(CsdSpec::sparse(selection, m.heads, s, c));
+            }
         }
     }
     v
