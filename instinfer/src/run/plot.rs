@@ -226,6 +226,7 @@ pub fn lines(
         })
         .draw()
         .map_err(|e| out_err(path, e))?;
+    // Distinct colours for up to 12 lines (a figure's methods × contexts).
     let colors = [
         RED,
         BLUE,
@@ -234,6 +235,11 @@ pub fn lines(
         CYAN,
         BLACK,
         RGBColor(230, 140, 0),
+        RGBColor(120, 60, 180),
+        RGBColor(140, 90, 40),
+        RGBColor(128, 128, 128),
+        RGBColor(110, 140, 0),
+        RGBColor(0, 60, 110),
     ];
     for (i, (name, pts)) in series.iter().enumerate() {
         let c = colors[i % colors.len()];
