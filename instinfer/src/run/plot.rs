@@ -13,6 +13,24 @@ use super::RunError;
 use super::eval::EvalRow;
 use host_driver::policy::Selection;
 
+/// Line and bar colours, distinct for up to 13 series (every method of
+/// the eval chart; a figure's methods × contexts), black last.
+const PALETTE: [RGBColor; 13] = [
+    RED,
+    BLUE,
+    GREEN,
+    MAGENTA,
+    CYAN,
+    RGBColor(230, 140, 0),
+    RGBColor(120, 60, 180),
+    RGBColor(140, 90, 40),
+    RGBColor(128, 128, 128),
+    RGBColor(110, 140, 0),
+    RGBColor(0, 60, 110),
+    RGBColor(0, 140, 140),
+    BLACK,
+];
+
 const FONT_CANDIDATES: [&str; 4] = [
     "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
     "/usr/share/fonts/TTF/DejaVuSans.ttf",
@@ -129,7 +147,8 @@ pub fn plot(rows: &[EvalRow], path: &Path) -> Result<(), RunError> {
             .label(format!("dense ({d:.2})"))
             .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], BLACK.stroke_width(3)));
     }
-    let colors = [RED, BLUE, GREEN, MAGENTA, CYAN];
+    // Black is dense's; every other method has a colour of its own.
+    let colors = &PALETTE[..PALETTE.len() - 1];
     for (i, sel) in Selection::ALL
         .iter()
         .filter(|&&s| s != Selection::Dense)
@@ -226,21 +245,7 @@ pub fn lines(
         })
         .draw()
         .map_err(|e| out_err(path, e))?;
-    // Distinct colours for up to 12 lines (a figure's methods × contexts).
-    let colors = [
-        RED,
-        BLUE,
-        GREEN,
-        MAGENTA,
-        CYAN,
-        BLACK,
-        RGBColor(230, 140, 0),
-        RGBColor(120, 60, 180),
-        RGBColor(140, 90, 40),
-        RGBColor(128, 128, 128),
-        RGBColor(110, 140, 0),
-        RGBColor(0, 60, 110),
-    ];
+    let colors = PALETTE;
     for (i, (name, pts)) in series.iter().enumerate() {
         let c = colors[i % colors.len()];
         let p: Vec<(f64, f64)> = pts.iter().map(|&(x, y)| (tx(x), ty(y))).collect();
@@ -301,7 +306,7 @@ pub fn bars(
         .y_label_formatter(&|y| format!("{y:.2}"))
         .draw()
         .map_err(|e| out_err(path, e))?;
-    let colors = [RED, BLUE, GREEN, MAGENTA, CYAN, BLACK];
+    let colors = PALETTE;
     let w = 0.8 / series.len() as f64;
     for (j, (name, values)) in series.iter().enumerate() {
         let c = colors[j % colors.len()];
