@@ -243,11 +243,14 @@ fn bench_paper_smoke_writes_every_figure() {
         "6 InstInfer rows, 6 baselines"
     );
     assert!(report.contains("FlexGen as published"), "{report}");
-    // Dense, SparF and pages at 1/4, 1/8, 1/16 at both contexts; the
-    // page selection's points in the point table, not in the channels.
+    // Dense, and SparF, SparF+'s guardrail, Quest-style and pages at 1/4,
+    // 1/8, 1/16, 1/32 at both contexts; the page figure's other points in
+    // the point table, not in the channels.
     let pages = std::fs::read_to_string(out.join("pages.csv")).unwrap();
-    assert_eq!(pages.lines().count(), 1 + 2 * 7, "{pages}");
-    assert!(pages.contains(",pages-1/8,0.125,"), "{pages}");
+    assert_eq!(pages.lines().count(), 1 + 2 * (1 + 4 * 4), "{pages}");
+    for method in ["sparf", "sparf-guard", "quest", "pages"] {
+        assert!(pages.contains(&format!(",{method}-1/8,0.125,")), "{pages}");
+    }
     assert!(
         report.contains("flash-aware pages beside SparF"),
         "{report}"
@@ -255,7 +258,9 @@ fn bench_paper_smoke_writes_every_figure() {
     let points = std::fs::read_to_string(out.join("points.csv")).unwrap();
     assert!(points.contains(",pages-1/16,"), "{points}");
     let channels = std::fs::read_to_string(out.join("channels.csv")).unwrap();
-    assert!(!channels.contains("pages"), "{channels}");
+    for method in ["pages", "quest", "sparf-guard"] {
+        assert!(!channels.contains(method), "{channels}");
+    }
     let _ = std::fs::remove_dir_all(&out);
 }
 

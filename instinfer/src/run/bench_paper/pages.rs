@@ -1,8 +1,8 @@
 //! `bench paper --figure pages`: the flash-aware page selection (`pages`)
 //! beside SparF, SparF+ (its guardrail: `sparf-guard`) and the
-//! Quest-style page selection on the paper's board, at 1/4, 1/8 and 1/16, at the
-//! shortest and longest context, with dense measured in the same run
-//! (`pages.csv`, `pages.png`). Per point: the virtual time of one layer's
+//! Quest-style page selection on the paper's board, at 1/4, 1/8, 1/16 and
+//! 1/32, at the shortest and longest context, with dense measured in the
+//! same run (`pages.csv`, `pages.png`). Per point: the virtual time of one layer's
 //! decode step of the sample's sequences × the model's KV heads on one
 //! CSD and its ratio to dense's, the flash pages read and the bytes over
 //! the channel buses, each with its fraction of dense's. Every time here
@@ -17,8 +17,9 @@ use crate::cost::csd::CsdSpec;
 use crate::cost::{CsdPoint, ModelShape};
 use crate::run::plot::{Series, lines};
 
-/// The compressions of the figure.
-const COMPRESSIONS: [f64; 3] = [0.25, 0.125, 0.0625];
+/// The compressions of the figure: 1/32 too, where SparF's flash page
+/// reads come nearest the page selections' at 1/8 (equal flash reads).
+const COMPRESSIONS: [f64; 4] = [0.25, 0.125, 0.0625, 0.03125];
 
 /// The sparse methods compared, in the figure's order.
 const METHODS: [Selection; 4] = [
