@@ -198,7 +198,7 @@ impl NandSim {
                 let work = Work::Program {
                     page_bytes: data.len(),
                 };
-                (work, status, self.spare.pop().unwrap_or_default())
+                (work, status, Vec::new())
             }
             NandCmd::Erase { block } => {
                 if self.faults.roll(self.faults.cfg.erase_ppm) {
@@ -207,7 +207,7 @@ impl NandSim {
                 }
                 let status = self.array.erase(block)?;
                 self.counters.blocks_erased += 1;
-                (Work::Erase, status, self.spare.pop().unwrap_or_default())
+                (Work::Erase, status, Vec::new())
             }
         };
         // A slow channel stretches every stage of its operations.

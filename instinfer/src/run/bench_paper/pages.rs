@@ -2,11 +2,11 @@
 //! beside SparF, SparF+ (its guardrail: `sparf-guard`) and the
 //! Quest-style page selection on the paper's board, at 1/4, 1/8, 1/16 and
 //! 1/32, at the shortest and longest context, with dense measured in the
-//! same run (`pages.csv`, `pages.png`). Per point: the virtual time of one layer's
-//! decode step of the sample's sequences × the model's KV heads on one
-//! CSD and its ratio to dense's, the flash pages read and the bytes over
-//! the channel buses, each with its fraction of dense's. Every time here
-//! is virtual (the simulated board).
+//! same run (`pages.csv`, `pages.png`). Per point: the virtual time of one
+//! layer's decode step of the sample's sequences × the model's KV heads
+//! on one CSD and its ratio to dense's, the flash pages read and the bytes
+//! over the channel buses, each with its fraction of dense's. Every time
+//! here is virtual (the simulated board).
 
 use std::fmt::Write as _;
 
