@@ -282,7 +282,21 @@ pub struct LlamaReply {
     /// The NLL, when asked.
     pub nll: Option<NllReply>,
     /// One generation per greedy task, in order.
-    pub greedy: Vec<Vec<u32>>,
+    pub greedy: Vec<GreedyReply>,
+}
+
+/// llama.cpp's greedy generation after one prompt.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GreedyReply {
+    /// Its tokens, the prompt evaluated in one batch.
+    pub tokens: Vec<u32>,
+    /// At each token, its top logit minus the runner-up (how near a tie
+    /// the choice was).
+    pub margins: Vec<f64>,
+    /// Its tokens with the prompt fed one token at a time: llama.cpp's
+    /// own arithmetic along another path, to tell a divergence from a
+    /// near-tie it does not decide the same way twice.
+    pub stepwise: Vec<u32>,
 }
 
 /// Parses the script's stdout (its last non-empty line) against `req`:
@@ -325,7 +339,25 @@ pub fn parse_reply(stdout: &str, req: &LlamaRequest) -> Result<LlamaReply, Llama
     let greedy = match v.get("greedy").and_then(Value::as_array) {
         Some(a) => a
             .iter()
-            .map(|g| ids(Some(g), "greedy"))
+            .map(|g| {
+                let reply = GreedyReply {
+                    tokens: ids(g.get("tokens"), "greedy.tokens")?,
+                    margins: g
+                        .get("margins")
+                        .and_then(Value::as_array)
+                        .and_then(|a| a.iter().map(Value::as_f64).collect::<Option<Vec<_>>>())
+                        .ok_or_else(|| bad("`greedy.margins` is not a list of numbers".into()))?,
+                    stepwise: ids(g.get("stepwise"), "greedy.stepwise")?,
+                };
+                if reply.margins.len() != reply.tokens.len() {
+                    return Err(bad(format!(
+                        "{} greedy margins for {} tokens",
+                        reply.margins.len(),
+                        reply.tokens.len()
+                    )));
+                }
+                Ok(reply)
+            })
             .collect::<Result<Vec<_>, _>>()?,
         None if req.greedy.is_empty() => Vec::new(),
         None => return Err(bad("no `greedy` results".into())),
@@ -555,7 +587,7 @@ mod tests {
         }
     }
 
-    const REPLY: &str = r#"{"version": "0.3.36", "bench": {"prompt_tokens": 3, "prefill_s": 0.5, "prefill_tok_s": 6.0, "decode_s": 0.25, "decode_tok_s": 12.0, "tokens": [4, 5, 6, 7], "n_ctx": 256, "n_batch": 3}, "nll": {"mean": 2.5, "scored": 2}, "greedy": [[3, 4]]}"#;
+    const REPLY: &str = r#"{"version": "0.3.36", "bench": {"prompt_tokens": 3, "prefill_s": 0.5, "prefill_tok_s": 6.0, "decode_s": 0.25, "decode_tok_s": 12.0, "tokens": [4, 5, 6, 7], "n_ctx": 256, "n_batch": 3}, "nll": {"mean": 2.5, "scored": 2}, "greedy": [{"tokens": [3, 4], "margins": [0.5, 0.25], "stepwise": [3, 5]}]}"#;
 
     #[test]
     fn the_request_carries_every_task_as_json() {
@@ -609,7 +641,14 @@ mod tests {
                 scored: 2
             })
         );
-        assert_eq!(r.greedy, vec![vec![3, 4]]);
+        assert_eq!(
+            r.greedy,
+            vec![GreedyReply {
+                tokens: vec![3, 4],
+                margins: vec![0.5, 0.25],
+                stepwise: vec![3, 5],
+            }]
+        );
     }
 
     #[test]
@@ -622,7 +661,10 @@ mod tests {
             &REPLY.replace("\"version\": \"0.3.36\", ", ""),
             &REPLY.replace("\"tokens\": [4, 5, 6, 7]", "\"tokens\": [4, -5]"),
             &REPLY.replace("\"prefill_tok_s\": 6.0", "\"prefill_tok_s\": \"fast\""),
-            &REPLY.replace("\"greedy\": [[3, 4]]", "\"greedy\": []"),
+            &REPLY.replace("\"greedy\": [{", "\"greedy\": [], \"x\": [{"),
+            &REPLY.replace("\"margins\": [0.5, 0.25]", "\"margins\": [0.5]"),
+            &REPLY.replace("\"margins\": [0.5, 0.25]", "\"margins\": [0.5, \"x\"]"),
+            &REPLY.replace(", \"stepwise\": [3, 5]", ""),
             &REPLY.replace("\"nll\": {\"mean\": 2.5, \"scored\": 2}", "\"nll\": null"),
         ] {
             match parse_reply(out, &req) {
@@ -636,7 +678,7 @@ mod tests {
             greedy: Vec::new(),
             ..request()
         };
-        let out = REPLY.replace("\"greedy\": [[3, 4]]", "\"greedy\": []");
+        let out = REPLY.replace("\"greedy\": [{", "\"greedy\": [], \"x\": [{");
         assert!(parse_reply(&out, &bench_only).unwrap().nll.is_none());
     }
 
@@ -719,6 +761,10 @@ mod tests {
         // not ln(vocab) ≈ 10.8 of a uniform guess.
         assert!(n.mean > 0.5 && n.mean < 8.0, "{}", n.mean);
         // The same greedy run as the timed one, on a fresh context.
-        assert_eq!(r.greedy[0], b.tokens[..b.tokens.len().min(3)]);
+        let g = &r.greedy[0];
+        assert_eq!(g.tokens, b.tokens[..b.tokens.len().min(3)]);
+        assert_eq!(g.margins.len(), g.tokens.len());
+        assert!(g.margins.iter().all(|&m| m >= 0.0), "{:?}", g.margins);
+        assert!(!g.stepwise.is_empty() && g.stepwise.len() <= 3);
     }
 }

@@ -172,7 +172,7 @@ pub struct NllComparison {
 }
 
 /// Both engines' greedy tokens after one prompt.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct GreedyComparison {
     /// The prompt.
     pub prompt: String,
@@ -180,6 +180,12 @@ pub struct GreedyComparison {
     pub ours: Vec<u32>,
     /// llama.cpp's.
     pub llama_cpp: Vec<u32>,
+    /// llama.cpp's top logit minus its runner-up at each of its tokens
+    /// (empty when not measured).
+    pub margins: Vec<f64>,
+    /// llama.cpp's tokens with the prompt fed one token at a time (its
+    /// own arithmetic along another path), when measured.
+    pub stepwise: Option<Vec<u32>>,
 }
 
 impl GreedyComparison {
@@ -302,6 +308,8 @@ impl ModelBenchReport {
                 prompt: String::new(),
                 ours: h.summary.generation.tokens.clone(),
                 llama_cpp: l.bench.tokens.clone(),
+                margins: Vec::new(),
+                stepwise: None,
             };
             writeln!(
                 f,
@@ -352,6 +360,9 @@ impl ModelBenchReport {
             )?;
             for g in &l.greedy {
                 writeln!(f, "  {:<42} {}", format!("{:?}", g.prompt), agreement(g))?;
+                if let Some(why) = divergence(g) {
+                    writeln!(f, "  {:<42} {why}", "")?;
+                }
             }
         }
         Ok(())
@@ -370,6 +381,36 @@ fn agreement(g: &GreedyComparison) -> String {
             g.matching()
         )
     }
+}
+
+/// At the first divergence, how near a tie llama.cpp's own choice was, and
+/// whether llama.cpp agrees with itself when the prompt is fed one token
+/// at a time; `None` when the generations agree or nothing was measured.
+fn divergence(g: &GreedyComparison) -> Option<String> {
+    if g.all_match() {
+        return None;
+    }
+    let at = g.matching();
+    let mut parts = Vec::new();
+    if let Some(m) = g.margins.get(at) {
+        parts.push(format!(
+            "at token {at} llama.cpp's top two logits are {m:.3} apart"
+        ));
+    }
+    if let Some(s) = &g.stepwise {
+        let own = GreedyComparison {
+            prompt: String::new(),
+            ours: s.clone(),
+            llama_cpp: g.llama_cpp.clone(),
+            margins: Vec::new(),
+            stepwise: None,
+        };
+        parts.push(format!(
+            "llama.cpp with the prompt fed token by token: {}",
+            agreement(&own)
+        ));
+    }
+    (!parts.is_empty()).then(|| format!("({})", parts.join("; ")))
 }
 
 /// "host dense: decode X.XXx llama.cpp, prefill Y.YYx llama.cpp" (ratios
@@ -638,7 +679,9 @@ fn against_llama_cpp(
         greedy_cmp.push(GreedyComparison {
             prompt: g.to_string(),
             ours,
-            llama_cpp: theirs,
+            llama_cpp: theirs.tokens,
+            margins: theirs.margins,
+            stepwise: Some(theirs.stepwise),
         });
     }
     Ok(LlamaCppReport {
@@ -769,6 +812,8 @@ mod tests {
             prompt: "p".into(),
             ours: ours.to_vec(),
             llama_cpp: theirs.to_vec(),
+            margins: Vec::new(),
+            stepwise: None,
         };
         let same = g(&[1, 2, 3], &[1, 2, 3]);
         assert!(same.all_match());
@@ -785,5 +830,23 @@ mod tests {
         let short = g(&[1, 2], &[1, 2, 3]);
         assert!(!short.all_match());
         assert_eq!(short.matching(), 2);
+        // Nothing measured, nothing said; agreement, nothing to explain.
+        assert_eq!(divergence(&split), None);
+        let measured = GreedyComparison {
+            margins: vec![2.0, 1.5, 0.0625, 3.0],
+            stepwise: Some(vec![1, 2, 3, 4]),
+            ..split.clone()
+        };
+        assert_eq!(
+            divergence(&measured).as_deref(),
+            Some(
+                "(at token 2 llama.cpp's top two logits are 0.062 apart; llama.cpp with the prompt fed token by token: 2/4 tokens match before the first divergence)"
+            )
+        );
+        let agreed = GreedyComparison {
+            ours: vec![1, 2, 9, 4],
+            ..measured
+        };
+        assert_eq!(divergence(&agreed), None);
     }
 }

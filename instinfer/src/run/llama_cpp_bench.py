@@ -12,12 +12,18 @@ reply:   {"version": llama_cpp.__version__,
           "bench": {"prompt_tokens", "prefill_s", "prefill_tok_s",
                     "decode_s", "decode_tok_s", "tokens", "n_ctx", "n_batch"} or null,
           "nll": {"mean": nats, "scored": N - 1} or null,
-          "greedy": [[ids], ...]}
+          "greedy": [{"tokens": [ids], "margins": [top1 - top2 logit at
+                      each token], "stepwise": [ids]}, ...]}
 
 Generation mirrors instinfer's `run_generation`: the first token is the
 argmax of the prefill's last logits, every further one costs one
 `llm.eval([tok])`, and generation stops at `eos` (not included) or after D
-tokens. The decode rate is (tokens - 1) / decode time, the prefill rate
+tokens. A greedy task also reports llama.cpp's margin at each token (its
+top logit minus the runner-up: how near a tie the choice was) and its own
+generation with the prompt fed one token at a time ("stepwise": the same
+model and weights through llama.cpp's single-token path instead of its
+batched one), so that a divergence can be told from a near-tie that
+llama.cpp's own arithmetic does not decide the same way twice. The decode rate is (tokens - 1) / decode time, the prefill rate
 prompt tokens / prefill time, both wall clock. Each timed part follows a
 warm-up (the model loaded and a few tokens evaluated, then `reset`).
 """
@@ -62,19 +68,29 @@ def warm_up(llm, prompt):
     llm.reset()
 
 
-def generate(llm, decode, eos):
+def margin(logits):
+    """Top logit minus the runner-up."""
+    top2 = np.partition(logits, -2)[-2:]
+    return float(top2[1] - top2[0])
+
+
+def generate(llm, decode, eos, margins=None):
     """Greedy tokens after a prefill: the first from its logits, then one
-    eval per further token."""
+    eval per further token. Appends each token's margin to `margins`."""
     tokens = []
-    nxt = argmax(last_logits(llm))
+    logits = last_logits(llm)
+    nxt = argmax(logits)
     while decode > 0:
         if nxt == eos:
             break
         tokens.append(nxt)
+        if margins is not None:
+            margins.append(margin(logits))
         if len(tokens) == decode:
             break
         llm.eval([nxt])
-        nxt = argmax(last_logits(llm))
+        logits = last_logits(llm)
+        nxt = argmax(logits)
     return tokens
 
 
@@ -131,7 +147,13 @@ def greedy(req, tasks):
     for t in tasks:
         llm.reset()
         llm.eval(t["prompt"])
-        out.append(generate(llm, t["decode"], req["eos"]))
+        margins = []
+        tokens = generate(llm, t["decode"], req["eos"], margins)
+        llm.reset()
+        for tok in t["prompt"]:
+            llm.eval([tok])
+        stepwise = generate(llm, t["decode"], req["eos"])
+        out.append({"tokens": tokens, "margins": margins, "stepwise": stepwise})
     return out
 
 

@@ -42,7 +42,12 @@ pub(super) fn check_against_reference(s: &Spec) -> f64 {
     diff
 }
 
-pub(super) const TOLERANCE: f64 = 1e-4;
+/// Both sides round q, k and v to fp16, from values that differ in their
+/// last f32 bits: an element that lies at an fp16 rounding boundary can
+/// round up in one and down in the other, one fp16 ulp (2^-11 relative),
+/// which moves a logit by a few 1e-4. A wrong rotation, norm or scale
+/// moves them by far more.
+pub(super) const TOLERANCE: f64 = 5e-4;
 
 #[test]
 fn qwen2_matches_the_reference() {

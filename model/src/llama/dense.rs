@@ -5,7 +5,7 @@
 
 use super::attention::{Attention, AttentionFailure};
 use super::config::Config;
-use super::ops::{softmax, weighted_sum};
+use super::ops::{round_f16, softmax, weighted_sum};
 use crate::quant::{default_threads, dots_f32};
 
 /// `out = softmax(q·Kᵀ·scale)·V` for one query; `keys`/`values` hold
@@ -134,7 +134,8 @@ pub(crate) fn causal_attention(
 type HeadCache = (Vec<f32>, Vec<f32>);
 
 /// Host KV cache with dense f32 attention: per layer, per KV head, keys and
-/// values as rows of `head_dim`.
+/// values as rows of `head_dim`, rounded to fp16 (as is q) like the
+/// prompt's in [`causal_attention`]'s caller.
 #[derive(Clone, Debug)]
 pub struct DenseCache {
     n_heads: usize,
@@ -208,7 +209,12 @@ impl DenseCache {
         {
             ck.extend_from_slice(hk);
             cv.extend_from_slice(hv);
+            let at = ck.len() - hd;
+            round_f16(&mut ck[at..]);
+            round_f16(&mut cv[at..]);
         }
+        let mut q = q.to_vec();
+        round_f16(&mut q);
         let group = n_heads / n_kv;
         let mut out = vec![0f32; n_heads * hd];
         let mut scores = Vec::new();
@@ -240,8 +246,11 @@ impl Attention for DenseCache {
             .zip(v.chunks_exact(per_head.max(1)))
             .zip(heads)
         {
+            let at = ck.len();
             ck.extend_from_slice(hk);
             cv.extend_from_slice(hv);
+            round_f16(&mut ck[at..]);
+            round_f16(&mut cv[at..]);
         }
         Ok(())
     }

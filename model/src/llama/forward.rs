@@ -9,7 +9,7 @@ use super::arch::RopeStyle;
 use super::attention::{Attention, Logits};
 use super::dense::causal_attention;
 use super::model::Model;
-use super::ops::{gelu_mul, rms_norm, rms_norm_heads, rope, rope_neox, silu_mul};
+use super::ops::{gelu_mul, rms_norm, rms_norm_heads, rope, rope_neox, round_f16, silu_mul};
 use super::weights::Layer;
 use crate::{ModelError, QTensor};
 
@@ -197,8 +197,12 @@ impl Model {
             {
                 self.shape_qkv(l, pos, qi, ki, vi);
             }
-            let kh = to_head_major(&k, n, c.n_kv_heads, hd);
-            let vh = to_head_major(&v, n, c.n_kv_heads, hd);
+            let mut kh = to_head_major(&k, n, c.n_kv_heads, hd);
+            let mut vh = to_head_major(&v, n, c.n_kv_heads, hd);
+            // The prompt attends in the KV cache's precision, as decode does.
+            round_f16(&mut q);
+            round_f16(&mut kh);
+            round_f16(&mut vh);
             attn.prefill(l, &kh, &vh)
                 .map_err(|source| ModelError::Attention { layer: l, source })?;
             let m = n.min(PLANNING_QUERIES);

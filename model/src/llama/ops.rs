@@ -1,6 +1,6 @@
 //! The small per-vector operations of the llama-family block: RMSNorm (also
-//! per head), RoPE on adjacent pairs or on halves, SiLU and GELU gating and
-//! softmax.
+//! per head), RoPE on adjacent pairs or on halves, SiLU and GELU gating,
+//! softmax, and rounding to fp16 (the precision K, V and q attend in).
 
 /// `out = x / sqrt(mean(x²) + eps) · weight`.
 pub(crate) fn rms_norm(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
@@ -143,6 +143,21 @@ pub(crate) fn softmax(x: &mut [f32]) {
     }
 }
 
+/// Rounds every element to the nearest fp16 value (kept as f32): the KV
+/// cache's precision, the drive's and llama.cpp's by default, applied to
+/// q, k and v before any attention so that prompt and decode positions
+/// attend over the same values. `half` converts with F16C where the CPU
+/// has it.
+pub(crate) fn round_f16(xs: &mut [f32]) {
+    use half::slice::HalfFloatSliceExt;
+    let mut buf = [half::f16::ZERO; 256];
+    for chunk in xs.chunks_mut(buf.len()) {
+        let b = &mut buf[..chunk.len()];
+        b.convert_from_f32_slice(chunk);
+        b.convert_to_f32_slice(chunk);
+    }
+}
+
 /// `out += Σ_j p[j] · rows[j]`, rows of `out.len()` contiguous floats.
 pub(crate) fn weighted_sum(p: &[f32], rows: &[f32], out: &mut [f32]) {
     crate::quant::weighted_rows(p, rows, out);
@@ -151,6 +166,21 @@ pub(crate) fn weighted_sum(p: &[f32], rows: &[f32], out: &mut [f32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn round_f16_is_half_s_rounding_at_every_length() {
+        for n in [0usize, 1, 255, 256, 257, 700] {
+            let xs: Vec<f32> = (0..n)
+                .map(|i| (i as f32 * 0.7331).sin() * 3.1e3 + 1e-6)
+                .collect();
+            let mut got = xs.clone();
+            round_f16(&mut got);
+            for (g, x) in got.iter().zip(&xs) {
+                assert_eq!(g.to_bits(), half::f16::from_f32(*x).to_f32().to_bits());
+            }
+            assert!(n == 0 || got != xs, "rounding changed nothing at {n}");
+        }
+    }
 
     #[test]
     fn exp_approx_is_within_a_few_ulp_of_exp() {

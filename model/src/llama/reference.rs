@@ -115,6 +115,13 @@ pub(super) struct Skip {
 }
 
 /// GELU, tanh form.
+/// q, k and v attend in fp16, the KV cache's precision.
+fn f16_round(mut x: Vec<f64>) -> Vec<f64> {
+    x.iter_mut()
+        .for_each(|v| *v = f64::from(half::f16::from_f32(*v as f32).to_f32()));
+    x
+}
+
 fn gelu(x: f64) -> f64 {
     0.5 * x * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x.powi(3))).tanh())
 }
@@ -178,14 +185,18 @@ pub(super) fn logits_skipping(s: &Spec, g: &Gguf, tokens: &[u32], skip: Skip) ->
                             None => head.to_vec(),
                         };
                         rope(&mut head, pos, theta, neox);
-                        head
+                        f16_round(head)
                     })
                     .collect()
             };
             let qk = s.qk_norm.is_some();
             qs.push(heads(q, qk.then_some("attn_q_norm")));
             ks.push(heads(k, qk.then_some("attn_k_norm")));
-            vs.push(v.chunks(hd).map(<[f64]>::to_vec).collect::<Vec<_>>());
+            vs.push(
+                v.chunks(hd)
+                    .map(|c| f16_round(c.to_vec()))
+                    .collect::<Vec<_>>(),
+            );
         }
         let group = s.heads / s.kv_heads;
         let ffn_norm = vector(g, &name("ffn_norm.weight"));
