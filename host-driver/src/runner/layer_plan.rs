@@ -8,9 +8,17 @@
 //! so that the mean over layers stays at most 1: the same bytes per step,
 //! moved to the layers that miss most. r is unchanged; the drive needs
 //! nothing new (k travels in every DECODE_SUBMIT).
+//!
+//! The page selection (`pages`) is planned the same way with its page
+//! budget in place of k: a layer's recall is the exact mass that the
+//! group's best `max_pages` pages (by exact mass, in the placement the
+//! drive gives the prompt: `engine::layout_order`), the pinned sinks and
+//! the tail past the last full page hold — what even a perfect page score
+//! would miss in that layer.
 
+use attention::engine;
 use attention::reference;
-use attention::shape::{GroupShape, Method, SparseParams};
+use attention::shape::{GroupShape, Method, PagesParams, SparseParams};
 
 use crate::backend::ModelShape;
 
@@ -52,6 +60,15 @@ impl LayerPlan {
         let p = match method {
             Method::SparF(p) => p,
             Method::SparFPlus(o) => o.p,
+            Method::Pages(p) => {
+                let Some(keys) = self.keys.get_mut(layer) else {
+                    return;
+                };
+                let k = std::mem::take(keys);
+                let recall = pages_recall(q, &k, shape, p);
+                self.planned(layer, recall);
+                return;
+            }
             _ => return,
         };
         let Some(keys) = self.keys.get_mut(layer) else {
@@ -80,8 +97,16 @@ impl LayerPlan {
                 }
             }
         }
+        self.planned(layer, (count > 0).then(|| sum / count as f64));
+    }
+
+    /// Records `layer`'s recall; with the last layer's, the scales.
+    fn planned(&mut self, layer: usize, recall: Option<f64>) {
+        if recall.is_none() {
+            return;
+        }
         if let Some(slot) = self.recall.get_mut(layer) {
-            *slot = (count > 0).then(|| sum / count as f64);
+            *slot = recall;
         }
         if self.recall.iter().all(Option::is_some) {
             let recall: Vec<f64> = self.recall.iter().flatten().copied().collect();
@@ -109,6 +134,26 @@ impl LayerPlan {
                 }
                 Method::SparFPlus(o)
             }
+            Method::Pages(p) => {
+                // The scales shared out over the nominal total and rounded
+                // on their running sum, so that the layers' pages add up
+                // to it exactly (pages are few: rounding each layer alone
+                // loses some).
+                let all = self.scales.as_deref().unwrap_or_default();
+                let total = all.iter().sum::<f64>().max(f64::MIN_POSITIVE);
+                let nominal = (all.len() * p.max_pages) as f64;
+                let upto =
+                    |l: usize| -> f64 { (all[..l].iter().sum::<f64>() / total * nominal).round() };
+                let share = (upto(layer + 1) - upto(layer)).max(0.0) as usize;
+                let full = (s / p.page_tokens.max(1)).max(1);
+                let max_pages = share.clamp(1, full);
+                let local_pages = p.local_pages.min(max_pages);
+                Method::Pages(PagesParams {
+                    max_pages,
+                    local_pages,
+                    ..p
+                })
+            }
             m => m,
         }
     }
@@ -119,8 +164,66 @@ impl LayerPlan {
     }
 }
 
-/// The exact softmax mass of `q_h` over `k` (`[n][d]`) on `tokens`.
-fn recall(q_h: &[f32], k: &[f32], tokens: &[u32], d: usize) -> f64 {
+/// A layer's recall under the page selection: per KV head, the prompt
+/// keys (`k`: `[kv_heads][n][d]`) placed as the drive places them, and for
+/// each of the last queries (`q`: `[m][q_heads][d]`) the exact mass per
+/// query head on the group's best `max_pages` full pages (by the group's
+/// summed exact mass), the pinned sinks and the tail; the mean over query
+/// heads and positions. `None` when there is nothing to measure.
+fn pages_recall(q: &[f32], k: &[f32], shape: ModelShape, p: PagesParams) -> Option<f64> {
+    let (g, d, kvh) = (shape.group(), shape.head_dim, shape.kv_heads);
+    let t = p.page_tokens.max(1);
+    let n = k.len() / (kvh * d).max(1);
+    if n == 0 || q.is_empty() || d == 0 {
+        return None;
+    }
+    let keep = if p.similar {
+        p.local_pages * t
+    } else {
+        usize::MAX
+    };
+    let full = n / t;
+    let sink = p.sink.min(full * t);
+    let (mut sum, mut count) = (0.0f64, 0usize);
+    for h in 0..kvh {
+        let k_h = &k[h * n * d..(h + 1) * n * d];
+        let bits: Vec<u16> = k_h
+            .iter()
+            .map(|&x| half::f16::from_f32(x).to_bits())
+            .collect();
+        let order = engine::layout_order(&bits, d, t, sink, keep);
+        let placed: Vec<f32> = order
+            .iter()
+            .flat_map(|&j| k_h[j as usize * d..(j as usize + 1) * d].iter().copied())
+            .collect();
+        for q_pos in q.chunks_exact(shape.q_heads * d) {
+            let q_g = &q_pos[h * g * d..(h + 1) * g * d];
+            let probs: Vec<Vec<f64>> = q_g
+                .chunks_exact(d)
+                .map(|q_h| softmax(q_h, &placed, d))
+                .collect();
+            let page_mass =
+                |pr: &[f64], pg: usize| -> f64 { pr[engine::page_span(pg, t, sink)].iter().sum() };
+            let mut pages: Vec<(f64, usize)> = (0..full)
+                .map(|pg| (probs.iter().map(|pr| page_mass(pr, pg)).sum(), pg))
+                .collect();
+            // Most mass first, ties to the lower page.
+            pages.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            let chosen = &pages[..p.max_pages.min(full)];
+            for pr in &probs {
+                let outside: f64 =
+                    pr[..sink].iter().sum::<f64>() + pr[full * t..].iter().sum::<f64>();
+                let inside: f64 = chosen.iter().map(|&(_, pg)| page_mass(pr, pg)).sum();
+                sum += outside + inside;
+                count += 1;
+            }
+        }
+    }
+    (count > 0).then(|| sum / count as f64)
+}
+
+/// The exact softmax of `q_h` over `k` (`[n][d]`), f64.
+fn softmax(q_h: &[f32], k: &[f32], d: usize) -> Vec<f64> {
     let c = 1.0 / (d as f64).sqrt();
     let logits: Vec<f64> = k
         .chunks_exact(d)
@@ -135,11 +238,13 @@ fn recall(q_h: &[f32], k: &[f32], tokens: &[u32], d: usize) -> f64 {
     let max = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let w: Vec<f64> = logits.iter().map(|x| (x - max).exp()).collect();
     let total: f64 = w.iter().sum();
-    tokens
-        .iter()
-        .filter_map(|&j| w.get(j as usize))
-        .sum::<f64>()
-        / total
+    w.into_iter().map(|x| x / total).collect()
+}
+
+/// The exact softmax mass of `q_h` over `k` (`[n][d]`) on `tokens`.
+fn recall(q_h: &[f32], k: &[f32], tokens: &[u32], d: usize) -> f64 {
+    let p = softmax(q_h, k, d);
+    tokens.iter().filter_map(|&j| p.get(j as usize)).sum()
 }
 
 /// Per-layer scales of k from the layers' recalls: proportional to the
@@ -210,5 +315,70 @@ mod tests {
         assert!(p1.k > p.k && p1.k <= 8);
         // Dense plans nothing.
         assert_eq!(plan.apply(1, Method::Dense, 16), Method::Dense);
+    }
+
+    #[test]
+    fn plans_page_budgets_toward_the_layer_whose_mass_is_spread() {
+        let shape = ModelShape {
+            layers: 2,
+            q_heads: 2,
+            kv_heads: 1,
+            head_dim: 4,
+        };
+        let p = PagesParams {
+            page_tokens: 4,
+            max_pages: 2,
+            local_pages: 0,
+            mass_milli: 1000,
+            score: attention::shape::PageScore::Mean,
+            similar: true,
+            fill: true,
+            sink: 1,
+        };
+        let m = Method::Pages(p);
+        let k: Vec<f32> = (0..32 * 4)
+            .map(|i| ((i * 7 % 11) as f32 - 5.0) / 3.0)
+            .collect();
+        // A query that picks out one key: a few pages hold its mass. A
+        // flat query spreads it over all 8 pages.
+        let sharp: Vec<f32> = k[40..44]
+            .iter()
+            .chain(&k[40..44])
+            .map(|x| 6.0 * x)
+            .collect();
+        let flat = vec![0.01f32; 8];
+        let recall_sharp = pages_recall(&sharp, &k, shape, p).unwrap();
+        let recall_flat = pages_recall(&flat, &k, shape, p).unwrap();
+        assert!(recall_sharp > 0.8, "{recall_sharp}");
+        // Near flat: the sink and two whole pages, 9 tokens of 32.
+        assert!((recall_flat - 9.0 / 32.0).abs() < 0.02, "{recall_flat}");
+        let mut plan = LayerPlan::new(2);
+        plan.keys(0, &k);
+        plan.keys(1, &k);
+        plan.queries(0, &sharp, shape, m);
+        assert_eq!(
+            plan.apply(0, m, 32),
+            m,
+            "unchanged until every layer is planned"
+        );
+        plan.queries(1, &flat, shape, m);
+        let (Method::Pages(p0), Method::Pages(p1)) = (plan.apply(0, m, 32), plan.apply(1, m, 32))
+        else {
+            panic!()
+        };
+        assert!(
+            p1.max_pages > p.max_pages && p0.max_pages < p.max_pages,
+            "{p0:?} {p1:?}"
+        );
+        assert_eq!(
+            p0.max_pages + p1.max_pages,
+            2 * p.max_pages,
+            "the total is kept"
+        );
+        // Never more pages than the context has.
+        let Method::Pages(short) = plan.apply(1, m, 9) else {
+            panic!()
+        };
+        assert_eq!(short.max_pages, 2);
     }
 }
