@@ -222,15 +222,20 @@ pub enum PageScore {
     /// The attention mass of the page's tokens from a low-bit key sketch
     /// kept in device DRAM: each key element as one of `2^bits` levels
     /// between its page's min and max (`bits` 1, 2 or 4). With
-    /// `shortlist > 0` only the `shortlist · max_pages` pages the mean
-    /// score ranks first are scored so (the others stand in as their mean
-    /// logit in the same softmax); 0 scores every page.
+    /// `shortlist > 0` only a shortlist of L = `shortlist · max_pages`
+    /// pages is scored so (the others stand in as their mean logit in the
+    /// same softmax): the L the mean score ranks first, or with `bound`
+    /// the ⌈L/2⌉ the mean score ranks first together with the ⌊L/2⌋ that
+    /// Quest's bound ranks first (a page holding a few strong keys among
+    /// weak ones has a low mean but a high bound); 0 scores every page.
     Sketch {
         /// Bits per key element: 1, 2 or 4.
         bits: u8,
         /// Pages scored by the sketch, as a multiple of `max_pages`; 0:
         /// every page.
         shortlist: u8,
+        /// Half the shortlist is chosen by the bound.
+        bound: bool,
     },
 }
 

@@ -443,6 +443,7 @@ where
                     p => PageScore::Sketch {
                         bits: p.sketch_bits,
                         shortlist: p.sketch_shortlist,
+                        bound: p.shortlist_bound,
                     },
                 }
             } else if c.flags.mean() {

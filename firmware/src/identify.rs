@@ -31,6 +31,7 @@ pub(crate) fn controller(st: &State, cmd: &IdentifyCmd) -> Result<[u8; 4096], Fa
         max_tokens_per_stream: cfg.max_tokens_per_stream,
         mdts_bytes: cfg.mdts_bytes,
         sketch_widths: (1 << 1) | (1 << 2) | (1 << 4),
+        pages_features: CapabilityBlock::SHORTLIST_BOUND,
         ..CapabilityBlock::default()
     };
     // MDTS is a power of two in units of the 4 KiB minimum page.

@@ -181,6 +181,15 @@ impl<T: Transport> Csd<T> {
                 self.info.caps.sketch_widths
             )));
         }
+        if shape.placement.shortlist_bound
+            && self.info.caps.pages_features & proto::identify::CapabilityBlock::SHORTLIST_BOUND
+                == 0
+        {
+            return Err(arg(format!(
+                "the drive does not take half of a sketch shortlist by the bound (Identify pages_features = {:#04x})",
+                self.info.caps.pages_features
+            )));
+        }
         self.run_io(SeqOpen::new(seq, shape).to_sqe(), IoData::None, "SEQ_OPEN")?;
         self.seqs.insert(seq, shape);
         Ok(())
@@ -324,16 +333,23 @@ impl<T: Transport> Csd<T> {
                     pp.sink, shape.placement.sink
                 )));
             }
-            if let attention::shape::PageScore::Sketch { bits, shortlist } = pp.score
-                && (bits, shortlist)
+            if let attention::shape::PageScore::Sketch {
+                bits,
+                shortlist,
+                bound,
+            } = pp.score
+                && (bits, shortlist, bound)
                     != (
                         shape.placement.sketch_bits,
                         shape.placement.sketch_shortlist,
+                        shape.placement.shortlist_bound,
                     )
             {
                 return Err(arg(format!(
-                    "pages with a {bits}-bit sketch over a shortlist of {shortlist} on a sequence opened with {} bits and {}",
-                    shape.placement.sketch_bits, shape.placement.sketch_shortlist
+                    "pages with a {bits}-bit sketch over a shortlist of {shortlist} (half by the bound: {bound}) on a sequence opened with {} bits and {} ({})",
+                    shape.placement.sketch_bits,
+                    shape.placement.sketch_shortlist,
+                    shape.placement.shortlist_bound
                 )));
             }
             let local = u16::try_from(pp.local_pages)

@@ -262,6 +262,8 @@ pub struct PagesSetting {
 impl PagesSetting {
     /// The sketch score's default shortlist (multiples of the page budget).
     pub const SHORTLIST: u8 = 2;
+    /// Whether half the default shortlist is taken by Quest's bound.
+    pub const SHORTLIST_BOUND: bool = true;
 
     /// The tuned default (on the tuning text; see docs/flash-selection.md).
     pub const DEFAULT: PagesSetting = PagesSetting {
@@ -271,6 +273,7 @@ impl PagesSetting {
         score: PageScore::Sketch {
             bits: 2,
             shortlist: Self::SHORTLIST,
+            bound: Self::SHORTLIST_BOUND,
         },
         similar: true,
         fill: true,
@@ -304,9 +307,13 @@ impl PagesSetting {
     /// How a drive places a sequence that runs this method (the layout the
     /// host engine model assumes too).
     pub fn placement(&self) -> proto::Placement {
-        let (sketch_bits, sketch_shortlist) = match self.score {
-            PageScore::Sketch { bits, shortlist } => (bits, shortlist),
-            _ => (0, 0),
+        let (sketch_bits, sketch_shortlist, shortlist_bound) = match self.score {
+            PageScore::Sketch {
+                bits,
+                shortlist,
+                bound,
+            } => (bits, shortlist, bound),
+            _ => (0, 0, false),
         };
         proto::Placement {
             similar: self.similar,
@@ -314,6 +321,7 @@ impl PagesSetting {
             recent_pages: u8::try_from(self.local_pages).unwrap_or(u8::MAX),
             sketch_bits,
             sketch_shortlist,
+            shortlist_bound,
         }
     }
 

@@ -121,20 +121,52 @@ pub fn run<T: Transport>(csd: &mut Csd<T>) -> Result<Vec<VectorResult>, CsdError
     Ok(out)
 }
 
-/// The PAGES vectors: one sequence placed by similarity (2 KV heads × 3
+/// The PAGES vectors: a sequence placed by similarity (2 KV heads × 3
 /// query heads, d = 64, 700 prompt tokens, 4 sinks pinned, the last page of
 /// the prompt in time order, a 2-bit key sketch), decoded with the bound
 /// score, then the mean score and the sketch score with fill (a quarter of
-/// the pages), the second step appending its token. Same bits on every device that runs the same firmware.
+/// the pages), the second step appending its token; then a second such
+/// sequence whose sketch shortlist is picked half by the bound, decoded
+/// with the sketch score. Same bits on every device that runs the same
+/// firmware.
 pub fn run_pages<T: Transport>(csd: &mut Csd<T>) -> Result<Vec<VectorResult>, CsdError> {
+    use attention::shape::PageScore;
+    let sketch = |bound| PageScore::Sketch {
+        bits: 2,
+        shortlist: 2,
+        bound,
+    };
+    let mut out = pages_sequence(
+        csd,
+        21,
+        &[
+            (PageScore::Bound, false),
+            (PageScore::Mean, true),
+            (sketch(false), true),
+        ],
+    )?;
+    out.extend(pages_sequence(csd, 22, &[(sketch(true), true)])?);
+    Ok(out)
+}
+
+/// One sequence of [`run_pages`], opened for `scores`' sketch shortlist.
+fn pages_sequence<T: Transport>(
+    csd: &mut Csd<T>,
+    seq: u32,
+    scores: &[(attention::shape::PageScore, bool)],
+) -> Result<Vec<VectorResult>, CsdError> {
     use attention::shape::{PageScore, PagesParams};
-    let (kv_heads, group, d, s, seq) = (2usize, 3usize, 64usize, 700usize, 21u32);
+    let (kv_heads, group, d, s) = (2usize, 3usize, 64usize, 700usize);
+    let shortlist_bound = scores
+        .iter()
+        .any(|(p, _)| matches!(p, PageScore::Sketch { bound: true, .. }));
     let placement = proto::Placement {
         similar: true,
         sink: 4,
         recent_pages: 1,
         sketch_bits: 2,
         sketch_shortlist: 2,
+        shortlist_bound,
     };
     let shape = SeqShape {
         layers: 1,
@@ -157,20 +189,7 @@ pub fn run_pages<T: Transport>(csd: &mut Csd<T>) -> Result<Vec<VectorResult>, Cs
     let t = csd.info().caps.page_size as usize / (2 * d);
     let mut out = Vec::new();
     for step in 0..2usize {
-        for (i, (score, fill)) in [
-            (PageScore::Bound, false),
-            (PageScore::Mean, true),
-            (
-                PageScore::Sketch {
-                    bits: 2,
-                    shortlist: 2,
-                },
-                true,
-            ),
-        ]
-        .into_iter()
-        .enumerate()
-        {
+        for (i, &(score, fill)) in scores.iter().enumerate() {
             let pos = s - 1 + step;
             let full = (pos + 1) / t;
             let method = Method::Pages(PagesParams {

@@ -91,7 +91,8 @@ pub(crate) fn check_admin(sqe: &Sqe, op: Opcode) -> Result<(), ProtoError> {
 /// 13, max_head_dim 14, blocks_per_die 16, pages_per_block 20, max_group 24,
 /// max_dim_group 25, max_layers 26, max_sequences 28, engine_clock_khz 32,
 /// engine_lanes 36, max_kv_heads 38, sketch_widths 39, dram_budget_bytes 40,
-/// max_tokens_per_stream 48, mdts_bytes 52, reserved 56..128.
+/// max_tokens_per_stream 48, mdts_bytes 52, pages_features 56, reserved
+/// 57..128.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Pod, Zeroable)]
 pub struct CapabilityBlock {
@@ -137,8 +138,10 @@ pub struct CapabilityBlock {
     pub max_tokens_per_stream: u32,
     /// Largest data transfer of one command, in bytes.
     pub mdts_bytes: u32,
+    /// PAGES options: [`CapabilityBlock::SHORTLIST_BOUND`].
+    pub pages_features: u8,
     /// Zero.
-    pub reserved: [u8; 72],
+    pub reserved: [u8; 71],
 }
 
 const _: () = assert!(core::mem::size_of::<CapabilityBlock>() == CapabilityBlock::SIZE);
@@ -158,6 +161,9 @@ impl Default for CapabilityBlock {
 impl CapabilityBlock {
     /// Wire size in bytes.
     pub const SIZE: usize = 128;
+    /// `pages_features` bit: SEQ_OPEN `shortlist_bound` (half the key
+    /// sketch's shortlist by Quest's bound) is understood.
+    pub const SHORTLIST_BOUND: u8 = 1 << 0;
     /// Offset inside Identify Controller data.
     pub const OFFSET: usize = 3072;
     /// Magic bytes.
@@ -193,7 +199,8 @@ impl CapabilityBlock {
         put_u64(&mut b, 40, self.dram_budget_bytes);
         put_u32(&mut b, 48, self.max_tokens_per_stream);
         put_u32(&mut b, 52, self.mdts_bytes);
-        b[56..].copy_from_slice(&self.reserved);
+        b[56] = self.pages_features;
+        b[57..].copy_from_slice(&self.reserved);
         b
     }
 
@@ -204,8 +211,8 @@ impl CapabilityBlock {
         if bytes[0..4] != Self::MAGIC || get_u16(bytes, 4) != Self::VERSION {
             return Err(ProtoError::NotInstCsd);
         }
-        let mut reserved = [0u8; 72];
-        reserved.copy_from_slice(&bytes[56..]);
+        let mut reserved = [0u8; 71];
+        reserved.copy_from_slice(&bytes[57..]);
         Ok(CapabilityBlock {
             magic: Self::MAGIC,
             version: Self::VERSION,
@@ -227,6 +234,7 @@ impl CapabilityBlock {
             dram_budget_bytes: get_u64(bytes, 40),
             max_tokens_per_stream: get_u32(bytes, 48),
             mdts_bytes: get_u32(bytes, 52),
+            pages_features: bytes[56],
             reserved,
         })
     }
@@ -451,7 +459,8 @@ mod tests {
         assert_eq!(offset_of!(CapabilityBlock, dram_budget_bytes), 40);
         assert_eq!(offset_of!(CapabilityBlock, max_tokens_per_stream), 48);
         assert_eq!(offset_of!(CapabilityBlock, mdts_bytes), 52);
-        assert_eq!(offset_of!(CapabilityBlock, reserved), 56);
+        assert_eq!(offset_of!(CapabilityBlock, pages_features), 56);
+        assert_eq!(offset_of!(CapabilityBlock, reserved), 57);
         let b = cap().to_bytes();
         assert_eq!(&b[0..4], b"ICSD");
         assert_eq!(b[4..6], [1, 0]);

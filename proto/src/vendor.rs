@@ -174,6 +174,9 @@ pub struct Placement {
     /// The SKETCH score ranks only the pages the mean score shortlists,
     /// this many times the decode's `k`; 0: every page.
     pub sketch_shortlist: u8,
+    /// Half of that shortlist (the smaller half) is taken by Quest's bound
+    /// instead of the mean score.
+    pub shortlist_bound: bool,
 }
 
 impl Placement {
@@ -184,6 +187,7 @@ impl Placement {
         recent_pages: 0,
         sketch_bits: 0,
         sketch_shortlist: 0,
+        shortlist_bound: false,
     };
     /// Most sink tokens a sequence may pin.
     pub const MAX_SINK: u8 = 64;
@@ -245,6 +249,9 @@ vendor_command! {
         pub rotated: bool = cdw13[24:24],
         /// Appends are placed by key similarity (`Placement::similar`).
         pub similar: bool = cdw13[25:25],
+        /// Half the sketch's shortlist by Quest's bound
+        /// (`Placement::shortlist_bound`).
+        pub shortlist_bound: bool = cdw13[26:26],
         /// Attention-sink tokens pinned in DRAM (≤ 64).
         pub sink: u8 = cdw14[7:0],
         /// Pages at the end of an append kept in time order.
@@ -269,6 +276,7 @@ impl SeqOpen {
             dim_group: shape.dim_group,
             rotated: shape.rotated,
             similar: shape.placement.similar,
+            shortlist_bound: shape.placement.shortlist_bound,
             sink: shape.placement.sink,
             recent_pages: shape.placement.recent_pages,
             sketch_bits: shape.placement.sketch_bits,
@@ -291,6 +299,7 @@ impl SeqOpen {
                 recent_pages: self.recent_pages,
                 sketch_bits: self.sketch_bits,
                 sketch_shortlist: self.sketch_shortlist,
+                shortlist_bound: self.shortlist_bound,
             },
         }
     }

@@ -112,8 +112,9 @@ pub use model::{PlusInputs, SparfOutput, dense_group, sparf_group, sparf_plus_gr
 pub use pages::{
     LAYOUT_ROUNDS, PagesOutput, bound_row, layout_order, ln_q16, mean_from_sums, mean_logit,
     page_logits, page_span, page_tokens, pages_group, select_pages, select_pages_from_keys,
-    select_pages_from_probs, select_pages_with, shortlist_rows, shortlist_stand_ins, sketch_code,
-    sketch_level, sketch_levels, sketch_pack, sketch_row, sketch_rows, span_masses, summarize,
+    select_pages_from_probs, select_pages_with, shortlist_params, shortlist_rows, shortlist_split,
+    shortlist_stand_ins, shortlist_union, sketch_code, sketch_level, sketch_levels, sketch_pack,
+    sketch_row, sketch_rows, span_masses, summarize,
 };
 pub use softmax::{EXP2_POLY, LOG2E_Q16, P_ONE, exp2_frac, softmax, weight};
 pub use topk::{LOCAL_BONUS, argtopk, select_dims, token_keys};

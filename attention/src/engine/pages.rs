@@ -412,18 +412,7 @@ pub fn pages_group(
     let qf: Vec<i32> = q.iter().map(|&b| fx(b)).collect();
     let full = s / t;
     let pages = match p.score {
-        PageScore::Bound => {
-            let mut summaries = Vec::with_capacity(full * 2 * d);
-            let mut one = Vec::new();
-            for pg in 0..full {
-                let r = page_span(pg, t, p.sink);
-                summarize(&k[r.start * d..r.end * d], d, &mut one);
-                summaries.extend_from_slice(&one);
-            }
-            let mut logits = Vec::new();
-            page_logits(&qf, g, d, &summaries, &mut logits);
-            select_pages(&logits, g, p)
-        }
+        PageScore::Bound => select_pages(&bound_page_logits(&qf, k, g, d, full, t, p.sink), g, p),
         PageScore::Mean => select_pages(&mean_page_logits(&qf, k, d, full, t, p.sink), g, p),
         PageScore::Gauss => {
             let mut logits = vec![0i32; g * full];
@@ -440,21 +429,30 @@ pub fn pages_group(
         PageScore::Exact => {
             select_pages_from_keys(mass_keys(&qf, k, d, full, t, p.sink), g, p, argtopk)
         }
-        PageScore::Sketch { bits, shortlist } => {
-            // The mean score shortlists `wide` pages (every page when the
-            // shortlist is 0 or covers them all); only those are decoded
-            // from the sketch, the rest stand in as their mean logits.
+        PageScore::Sketch {
+            bits,
+            shortlist,
+            bound,
+        } => {
+            // The mean score (and with `bound` Quest's bound) shortlists
+            // `wide` pages (every page when the shortlist is 0 or covers
+            // them all); only those are decoded from the sketch, the rest
+            // stand in as their mean logits.
             let wide = usize::from(shortlist).saturating_mul(p.max_pages);
             let (listed, ml) = if shortlist == 0 || wide >= full {
                 ((0..full as u32).collect(), Vec::new())
             } else {
                 let ml = mean_page_logits(&qf, k, d, full, t, p.sink);
-                let p = PagesParams {
-                    max_pages: wide,
-                    mass_milli: 1000,
-                    ..p
+                let (by_mean, by_bound) = shortlist_split(wide, bound);
+                let listed = select_pages(&ml, g, shortlist_params(p, by_mean));
+                let listed = if by_bound > 0 {
+                    let bl = bound_page_logits(&qf, k, g, d, full, t, p.sink);
+                    let more = select_pages(&bl, g, shortlist_params(p, by_bound));
+                    shortlist_union(listed, &more)
+                } else {
+                    listed
                 };
-                (select_pages(&ml, g, p), ml)
+                (listed, ml)
             };
             let approx = sketched(k, d, &listed, t, p.sink, bits);
             let (rows, spans) = shortlist_rows(&approx, d, &listed, full, t, p.sink);
@@ -569,6 +567,57 @@ pub fn span_masses(
         }
     }
     keys
+}
+
+/// Page logits of Quest's bound (`g × full`) from each page's min/max.
+fn bound_page_logits(
+    qf: &[i32],
+    k: &[u16],
+    g: usize,
+    d: usize,
+    full: usize,
+    t: usize,
+    sink: usize,
+) -> Vec<i32> {
+    let mut summaries = Vec::with_capacity(full * 2 * d);
+    let mut one = Vec::new();
+    for pg in 0..full {
+        let r = page_span(pg, t, sink);
+        summarize(&k[r.start * d..r.end * d], d, &mut one);
+        summaries.extend_from_slice(&one);
+    }
+    let mut logits = Vec::new();
+    page_logits(qf, g, d, &summaries, &mut logits);
+    logits
+}
+
+/// A shortlist of `wide` pages: how many the mean score picks and how
+/// many the bound picks (`bound`: ⌈wide/2⌉ and ⌊wide/2⌋; else all by the
+/// mean).
+pub fn shortlist_split(wide: usize, bound: bool) -> (usize, usize) {
+    if bound {
+        (wide.div_ceil(2), wide / 2)
+    } else {
+        (wide, 0)
+    }
+}
+
+/// The page choice's parameters for one part of a shortlist: `n` pages,
+/// the whole part read (no mass budget), the local pages still forced.
+pub fn shortlist_params(p: PagesParams, n: usize) -> PagesParams {
+    PagesParams {
+        max_pages: n,
+        mass_milli: 1000,
+        ..p
+    }
+}
+
+/// Two ascending page lists as one, ascending, each page once.
+pub fn shortlist_union(mut a: Vec<u32>, b: &[u32]) -> Vec<u32> {
+    a.extend_from_slice(b);
+    a.sort_unstable();
+    a.dedup();
+    a
 }
 
 /// Page logits of the mean score (`g × full`): logit(q, k̄) + ln n per
@@ -1110,7 +1159,11 @@ mod tests {
         for bits in [1, 2, 4] {
             for fill in [false, true] {
                 let p = PagesParams {
-                    score: PageScore::Sketch { bits, shortlist: 0 },
+                    score: PageScore::Sketch {
+                        bits,
+                        shortlist: 0,
+                        bound: false,
+                    },
                     fill,
                     ..params(2)
                 };
@@ -1118,6 +1171,38 @@ mod tests {
                 assert_eq!(got.pages, vec![2, 7], "bits {bits} fill {fill}");
             }
         }
+        // A shortlist of 4 pages: the mean score alone leaves page 2 out,
+        // so the sketch never sees it; the bound's half brings it in.
+        for (bound, found) in [(false, false), (true, true)] {
+            let p = PagesParams {
+                score: PageScore::Sketch {
+                    bits: 2,
+                    shortlist: 2,
+                    bound,
+                },
+                ..params(2)
+            };
+            let got = pages_group(&q, &k, &v, shape, p).unwrap();
+            assert_eq!(
+                got.pages.contains(&2),
+                found,
+                "bound {bound}: {:?}",
+                got.pages
+            );
+        }
+    }
+
+    #[test]
+    fn a_shortlist_splits_and_merges() {
+        assert_eq!(shortlist_split(8, false), (8, 0));
+        assert_eq!(shortlist_split(8, true), (4, 4));
+        assert_eq!(shortlist_split(5, true), (3, 2));
+        assert_eq!(shortlist_split(1, true), (1, 0));
+        assert_eq!(
+            shortlist_union(vec![1, 4, 9], &[0, 4, 10]),
+            vec![0, 1, 4, 9, 10]
+        );
+        assert_eq!(shortlist_union(Vec::new(), &[]), Vec::<u32>::new());
     }
 
     #[test]

@@ -42,26 +42,37 @@ pub(super) fn select_pages<B: Engine>(
                 board.argtopk(keys, k, out)
             })
         }
-        PageScore::Sketch { bits, shortlist } => {
+        PageScore::Sketch {
+            bits,
+            shortlist,
+            bound,
+        } => {
             if u32::from(bits) != ix.sketch_bits() {
                 return Err(Status::INTERNAL_ERROR);
             }
-            // The mean score's shortlist, if any (argtopk of
-            // `shortlist · max_pages` with the local pages forced).
+            // The shortlist, if any: argtopk of the mean score's share of
+            // `shortlist · max_pages` (and of the bound's share, merged),
+            // the local pages forced in each.
             let wide = usize::from(shortlist).saturating_mul(params.max_pages);
             let short = if shortlist == 0 || wide >= full {
                 None
             } else {
+                let (by_mean, by_bound) = model::shortlist_split(wide, bound);
                 let ml = page_logits(board, job, PageScore::Mean, full)?;
                 let probs = softmax_heads(board, &ml, g, full);
-                let p = PagesParams {
-                    max_pages: wide,
-                    mass_milli: 1000,
-                    ..params
-                };
-                let listed = model::select_pages_from_probs(&probs, g, p, |keys, k, out| {
+                let p = model::shortlist_params(params, by_mean);
+                let mut listed = model::select_pages_from_probs(&probs, g, p, |keys, k, out| {
                     board.argtopk(keys, k, out)
                 });
+                if by_bound > 0 {
+                    let bl = page_logits(board, job, PageScore::Bound, full)?;
+                    let probs = softmax_heads(board, &bl, g, full);
+                    let p = model::shortlist_params(params, by_bound);
+                    let more = model::select_pages_from_probs(&probs, g, p, |keys, k, out| {
+                        board.argtopk(keys, k, out)
+                    });
+                    listed = model::shortlist_union(listed, &more);
+                }
                 Some((listed, ml))
             };
             // The listed pages' tokens (or all) on the GeMV lanes through

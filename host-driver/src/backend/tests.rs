@@ -358,6 +358,7 @@ fn pages_on_the_device_is_the_engine_model_bit_for_bit() {
             Sketch {
                 bits: 2,
                 shortlist: 0,
+                bound: false,
             },
         ),
         (
@@ -368,6 +369,18 @@ fn pages_on_the_device_is_the_engine_model_bit_for_bit() {
             Sketch {
                 bits: 2,
                 shortlist: 2,
+                bound: false,
+            },
+        ),
+        (
+            true,
+            4,
+            "1/8",
+            true,
+            Sketch {
+                bits: 2,
+                shortlist: 2,
+                bound: true,
             },
         ),
         (
@@ -378,6 +391,7 @@ fn pages_on_the_device_is_the_engine_model_bit_for_bit() {
             Sketch {
                 bits: 2,
                 shortlist: 3,
+                bound: true,
             },
         ),
         (
@@ -388,6 +402,7 @@ fn pages_on_the_device_is_the_engine_model_bit_for_bit() {
             Sketch {
                 bits: 1,
                 shortlist: 2,
+                bound: false,
             },
         ),
         (
@@ -398,6 +413,7 @@ fn pages_on_the_device_is_the_engine_model_bit_for_bit() {
             Sketch {
                 bits: 4,
                 shortlist: 0,
+                bound: true,
             },
         ),
         (true, 4, "1/4", false, Bound),
@@ -467,6 +483,7 @@ fn pages_refuses_a_sketch_the_sequence_was_not_opened_with() {
     policy.pages.score = attention::shape::PageScore::Sketch {
         bits: 2,
         shortlist: 2,
+        bound: true,
     };
     let m = policy.method(700, SHAPE.head_dim);
     for (opened, ok) in [(placement, false), (policy.pages.placement(), true)] {

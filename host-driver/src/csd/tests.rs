@@ -406,3 +406,41 @@ fn malformed_fetch_replies_are_errors() {
         .unwrap();
     assert_eq!(csd.fetch(t).unwrap().out, vec![1.0; 8]);
 }
+
+#[test]
+fn a_placement_the_drive_does_not_advertise_is_refused_before_seq_open() {
+    let placement = |sketch_bits, shortlist_bound| SeqShape {
+        placement: proto::Placement {
+            similar: true,
+            sketch_bits,
+            sketch_shortlist: 2,
+            shortlist_bound,
+            ..proto::Placement::TIME
+        },
+        ..shape(1, 1, 8, 1)
+    };
+    let caps = |sketch_widths, pages_features| CapabilityBlock {
+        mdts_bytes: 1 << 20,
+        sketch_widths,
+        pages_features,
+        ..CapabilityBlock::default()
+    };
+    for (c, p, needle) in [
+        (caps(0, 0xff), placement(2, false), "sketch_widths"),
+        (caps(1 << 1, 0xff), placement(2, false), "sketch_widths"),
+        (caps(1 << 2, 0), placement(2, true), "pages_features"),
+    ] {
+        let mut csd = Csd::new(Scripted::new(Some(c), Vec::new())).unwrap();
+        let e = csd.open(1, p).unwrap_err();
+        assert!(e.to_string().contains(needle), "{e}");
+        // Nothing was opened: the same id opens once the shape fits.
+        csd.open(1, shape(1, 1, 8, 1)).unwrap();
+    }
+    // Advertised: opened.
+    let mut csd = Csd::new(Scripted::new(
+        Some(caps(1 << 2, CapabilityBlock::SHORTLIST_BOUND)),
+        Vec::new(),
+    ))
+    .unwrap();
+    csd.open(1, placement(2, true)).unwrap();
+}

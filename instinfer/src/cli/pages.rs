@@ -42,6 +42,11 @@ pub struct PagesArgs {
     /// scores every page).
     #[arg(long, default_value_t = PagesSetting::SHORTLIST)]
     pages_shortlist: u8,
+    /// `pages` with a shortlist: who picks it: `mean` (the mean score
+    /// alone) or `mean-bound` (half by the mean score, the smaller half by
+    /// Quest's bound).
+    #[arg(long, default_value = "mean-bound", value_parser = ["mean", "mean-bound"])]
+    pages_shortlist_by: String,
 }
 
 impl PagesArgs {
@@ -73,6 +78,7 @@ impl PagesArgs {
         PageScore::Sketch {
             bits,
             shortlist: self.pages_shortlist,
+            bound: self.pages_shortlist_by == "mean-bound",
         }
     }
 }

@@ -206,7 +206,7 @@ reject! {
     seq_open_rejects_zero_dim_group: open |s| s.cdw13 = 64 => inv("dim_group", 0);
     seq_open_rejects_large_dim_group: open |s| s.cdw13 = 64 | 16 << 16 => inv("dim_group", 16);
     seq_open_rejects_non_dividing_dim_group: open |s| s.cdw13 = 6 | 4 << 16 => inv("dim_group", 4);
-    seq_open_rejects_cdw13_reserved: open |s| s.cdw13 |= 1 << 26 => res("cdw13[31:26]", s.cdw13 as u64);
+    seq_open_rejects_cdw13_reserved: open |s| s.cdw13 |= 1 << 27 => res("cdw13[31:27]", s.cdw13 as u64);
     seq_open_rejects_a_3_bit_sketch: open |s| s.cdw14 = 3 << 16 => inv("sketch_bits", 3);
     seq_open_rejects_too_many_sinks: open |s| s.cdw14 = 65 => inv("sink", 65);
     seq_open_rejects_cdw15: open |s| s.cdw15 = 3 => res("cdw15", 3);
@@ -543,7 +543,7 @@ fn every_reserved_bit_is_rejected() {
     assert_eq!(
         counts,
         [
-            ("SEQ_OPEN", 32 + 6 + 32),
+            ("SEQ_OPEN", 32 + 5 + 32),
             ("KV_APPEND", 16 + 32),
             ("SEQ_CLOSE", 5 * 32),
             ("DECODE_SUBMIT", 0),
@@ -569,7 +569,7 @@ fn reserved_names() {
     };
     assert_eq!(
         names(SeqOpen::LAYOUT, open()),
-        ["cdw10", "cdw13[31:26]", "cdw15"]
+        ["cdw10", "cdw13[31:27]", "cdw15"]
     );
     assert_eq!(names(KvAppend::LAYOUT, append()), ["cdw12[31:16]", "cdw15"]);
     assert_eq!(
@@ -602,7 +602,7 @@ fn rows_cover_every_bit_once() {
         assert_eq!(seen, [u32::MAX; 6], "{}", layout.name());
         assert_eq!(fields, layout.fields.len());
     }
-    assert_eq!(layout_rows().count(), 15 + 7 + 6 + 9 + 7);
+    assert_eq!(layout_rows().count(), 16 + 7 + 6 + 9 + 7);
 }
 
 #[test]
@@ -610,7 +610,7 @@ fn layout_table_rows() {
     use std::string::ToString;
     let table = LayoutTable.to_string();
     assert!(table.contains("| SEQ_OPEN | 80h | cdw13 | 24 | `rotated` | The sequence is rotated:"));
-    assert!(table.contains("| SEQ_OPEN | 80h | cdw13 | 31:26 | reserved |"));
+    assert!(table.contains("| SEQ_OPEN | 80h | cdw13 | 31:27 | reserved |"));
     assert!(table.contains("| SEQ_OPEN | 80h | cdw14 | 7:0 | `sink` |"));
     assert!(table.contains("| DECODE_SUBMIT | 85h | cdw12 | 31:24 | `flags` |"));
     assert!(table.contains("| DECODE_SUBMIT | 85h | cdw14 | 31:16 | `local` |"));
