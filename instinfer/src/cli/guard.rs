@@ -20,8 +20,9 @@ pub struct GuardArgs {
     /// Guarded methods: the nominal k as a share of SparF's, (0, 1].
     #[arg(long, default_value_t = GuardSetting::DEFAULT.k_share)]
     guard_share: f64,
-    /// SparF and SparF+: move tokens between layers by how much each
-    /// layer's selection misses on the prompt (same bytes per step).
+    /// SparF, SparF+ and pages: move tokens (pages) between layers by how
+    /// much each layer's selection misses on the prompt (same bytes per
+    /// step).
     #[arg(long)]
     pub per_layer: bool,
 }
