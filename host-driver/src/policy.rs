@@ -136,7 +136,7 @@ impl Selection {
                 "top c·S tokens by exact attention (reads all of K: a bound, not a method)"
             }
             Self::Pages => {
-                "flash-aware: alike keys placed on the same pages, sinks pinned in DRAM, at most c of the pages chosen by their tokens' masses under a 2-bit key sketch in DRAM and read whole, the rest as their mean key and value"
+                "flash-aware: alike keys placed on the same pages, sinks pinned in DRAM, a shortlist of pages by mean key and min/max bound, at most c of the pages chosen from it by their tokens' masses under a 2-bit key sketch in DRAM and read whole, the rest as their mean key and value"
             }
             Self::Quest => {
                 "Quest-style: tokens in time order, at most c of the pages chosen by their min/max bound, read whole"

@@ -280,14 +280,17 @@ mod tests {
         assert_eq!(scales(&[0.7, 0.7, 0.7]), vec![1.0; 3]);
     }
 
+    /// Two layers of one KV head with two query heads of 4 dims.
+    const TWO_LAYERS: ModelShape = ModelShape {
+        layers: 2,
+        q_heads: 2,
+        kv_heads: 1,
+        head_dim: 4,
+    };
+
     #[test]
     fn plans_every_layer_then_scales_k() {
-        let shape = ModelShape {
-            layers: 2,
-            q_heads: 2,
-            kv_heads: 1,
-            head_dim: 4,
-        };
+        let shape = TWO_LAYERS;
         let p = SparseParams {
             r: 2,
             k: 4,
@@ -319,12 +322,7 @@ mod tests {
 
     #[test]
     fn plans_page_budgets_toward_the_layer_whose_mass_is_spread() {
-        let shape = ModelShape {
-            layers: 2,
-            q_heads: 2,
-            kv_heads: 1,
-            head_dim: 4,
-        };
+        let shape = TWO_LAYERS;
         let p = PagesParams {
             page_tokens: 4,
             max_pages: 2,
