@@ -37,10 +37,7 @@ pub(super) fn select_pages<B: Engine>(
     let pages = match params.score {
         PageScore::Bound | PageScore::Mean => {
             let logits = page_logits(board, job, params.score, full)?;
-            let probs = softmax_heads(board, &logits, g, full);
-            model::select_pages_from_probs(&probs, g, params, |keys, k, out| {
-                board.argtopk(keys, k, out)
-            })
+            choose(board, &logits, g, params)
         }
         PageScore::Sketch {
             bits,
@@ -59,18 +56,10 @@ pub(super) fn select_pages<B: Engine>(
             } else {
                 let (by_mean, by_bound) = model::shortlist_split(wide, bound);
                 let ml = page_logits(board, job, PageScore::Mean, full)?;
-                let probs = softmax_heads(board, &ml, g, full);
-                let p = model::shortlist_params(params, by_mean);
-                let mut listed = model::select_pages_from_probs(&probs, g, p, |keys, k, out| {
-                    board.argtopk(keys, k, out)
-                });
+                let mut listed = choose(board, &ml, g, model::shortlist_params(params, by_mean));
                 if by_bound > 0 {
                     let bl = page_logits(board, job, PageScore::Bound, full)?;
-                    let probs = softmax_heads(board, &bl, g, full);
-                    let p = model::shortlist_params(params, by_bound);
-                    let more = model::select_pages_from_probs(&probs, g, p, |keys, k, out| {
-                        board.argtopk(keys, k, out)
-                    });
+                    let more = choose(board, &bl, g, model::shortlist_params(params, by_bound));
                     listed = model::shortlist_union(listed, &more);
                 }
                 Some((listed, ml))
@@ -134,6 +123,17 @@ pub(super) fn select_pages<B: Engine>(
         sel: model::page_tokens(&pages, t, s, pinned),
         pinned,
         virt,
+    })
+}
+
+/// The pages `params` chooses from page logits (`g × full`): a softmax
+/// per query head on the engine, then argtopk of the group's sums
+/// (`model::select_pages_from_probs`).
+fn choose<B: Engine>(board: &mut B, logits: &[i32], g: usize, params: PagesParams) -> Vec<u32> {
+    let full = logits.len() / g.max(1);
+    let probs = softmax_heads(board, logits, g, full);
+    model::select_pages_from_probs(&probs, g, params, |keys, k, out| {
+        board.argtopk(keys, k, out)
     })
 }
 

@@ -20,7 +20,7 @@ use attention::engine;
 use attention::reference;
 use attention::shape::{GroupShape, Method, PagesParams, SparseParams};
 
-use crate::backend::ModelShape;
+use crate::backend::{ModelShape, to_f16_bits};
 
 /// Smallest and largest scale of a layer's k.
 const CLAMP: (f64, f64) = (0.5, 2.0);
@@ -54,59 +54,33 @@ impl LayerPlan {
     }
 
     /// Measures `layer`'s recall from the prompt's last queries `q`
-    /// (`[m][q_heads][d]`) under `method` (SparF's or SparF+'s r and k;
-    /// other methods plan nothing).
+    /// (`[m][q_heads][d]`) under `method` (SparF's or SparF+'s r and k,
+    /// or the page selection's budget; other methods plan nothing).
     pub fn queries(&mut self, layer: usize, q: &[f32], shape: ModelShape, method: Method) {
-        let p = match method {
-            Method::SparF(p) => p,
-            Method::SparFPlus(o) => o.p,
-            Method::Pages(p) => {
-                let Some(keys) = self.keys.get_mut(layer) else {
-                    return;
-                };
-                let k = std::mem::take(keys);
-                let recall = pages_recall(q, &k, shape, p);
-                self.planned(layer, recall);
-                return;
-            }
-            _ => return,
-        };
-        let Some(keys) = self.keys.get_mut(layer) else {
-            return;
-        };
-        let k = std::mem::take(keys);
-        let (g, d, kvh) = (shape.group(), shape.head_dim, shape.kv_heads);
-        let n = k.len() / (kvh * d).max(1);
-        if n == 0 || q.is_empty() {
+        if !matches!(
+            method,
+            Method::SparF(_) | Method::SparFPlus(_) | Method::Pages(_)
+        ) {
             return;
         }
-        let group = GroupShape {
-            group: g,
-            head_dim: d,
+        let Some(k) = self.keys.get_mut(layer).map(std::mem::take) else {
+            return;
         };
-        let (mut sum, mut count) = (0.0f64, 0usize);
-        for q_pos in q.chunks_exact(shape.q_heads * d) {
-            for h in 0..kvh {
-                let q_g = &q_pos[h * g * d..(h + 1) * g * d];
-                let k_h = &k[h * n * d..(h + 1) * n * d];
-                if let Ok(sel) = reference::sparf_select(q_g, k_h, group, p) {
-                    for q_h in q_g.chunks_exact(d) {
-                        sum += recall(q_h, k_h, &sel.tokens, d);
-                        count += 1;
-                    }
-                }
-            }
+        let recall = match method {
+            Method::SparF(p) => sparf_recall(q, &k, shape, p),
+            Method::SparFPlus(o) => sparf_recall(q, &k, shape, o.p),
+            Method::Pages(p) => pages_recall(q, &k, shape, p),
+            _ => None,
+        };
+        if let Some(r) = recall {
+            self.planned(layer, r);
         }
-        self.planned(layer, (count > 0).then(|| sum / count as f64));
     }
 
     /// Records `layer`'s recall; with the last layer's, the scales.
-    fn planned(&mut self, layer: usize, recall: Option<f64>) {
-        if recall.is_none() {
-            return;
-        }
+    fn planned(&mut self, layer: usize, recall: f64) {
         if let Some(slot) = self.recall.get_mut(layer) {
-            *slot = recall;
+            *slot = Some(recall);
         }
         if self.recall.iter().all(Option::is_some) {
             let recall: Vec<f64> = self.recall.iter().flatten().copied().collect();
@@ -164,6 +138,36 @@ impl LayerPlan {
     }
 }
 
+/// A layer's recall under SparF's selection: per KV head and each of the
+/// last queries (`q`: `[m][q_heads][d]`), the exact mass per query head on
+/// the tokens SparF chooses from the prompt keys (`k`:
+/// `[kv_heads][n][d]`); the mean. `None` when there is nothing to measure.
+fn sparf_recall(q: &[f32], k: &[f32], shape: ModelShape, p: SparseParams) -> Option<f64> {
+    let (g, d, kvh) = (shape.group(), shape.head_dim, shape.kv_heads);
+    let n = k.len() / (kvh * d).max(1);
+    if n == 0 || q.is_empty() {
+        return None;
+    }
+    let group = GroupShape {
+        group: g,
+        head_dim: d,
+    };
+    let (mut sum, mut count) = (0.0f64, 0usize);
+    for q_pos in q.chunks_exact(shape.q_heads * d) {
+        for h in 0..kvh {
+            let q_g = &q_pos[h * g * d..(h + 1) * g * d];
+            let k_h = &k[h * n * d..(h + 1) * n * d];
+            if let Ok(sel) = reference::sparf_select(q_g, k_h, group, p) {
+                for q_h in q_g.chunks_exact(d) {
+                    sum += recall(q_h, k_h, &sel.tokens, d);
+                    count += 1;
+                }
+            }
+        }
+    }
+    (count > 0).then(|| sum / count as f64)
+}
+
 /// A layer's recall under the page selection: per KV head, the prompt
 /// keys (`k`: `[kv_heads][n][d]`) placed as the drive places them, and for
 /// each of the last queries (`q`: `[m][q_heads][d]`) the exact mass per
@@ -187,11 +191,7 @@ fn pages_recall(q: &[f32], k: &[f32], shape: ModelShape, p: PagesParams) -> Opti
     let (mut sum, mut count) = (0.0f64, 0usize);
     for h in 0..kvh {
         let k_h = &k[h * n * d..(h + 1) * n * d];
-        let bits: Vec<u16> = k_h
-            .iter()
-            .map(|&x| half::f16::from_f32(x).to_bits())
-            .collect();
-        let order = engine::layout_order(&bits, d, t, sink, keep);
+        let order = engine::layout_order(&to_f16_bits(k_h), d, t, sink, keep);
         let placed: Vec<f32> = order
             .iter()
             .flat_map(|&j| k_h[j as usize * d..(j as usize + 1) * d].iter().copied())

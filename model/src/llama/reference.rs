@@ -114,7 +114,6 @@ pub(super) struct Skip {
     pub(super) window: bool,
 }
 
-/// GELU, tanh form.
 /// q, k and v attend in fp16, the KV cache's precision.
 fn f16_round(mut x: Vec<f64>) -> Vec<f64> {
     x.iter_mut()
@@ -122,6 +121,7 @@ fn f16_round(mut x: Vec<f64>) -> Vec<f64> {
     x
 }
 
+/// GELU, tanh form.
 fn gelu(x: f64) -> f64 {
     0.5 * x * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x.powi(3))).tanh())
 }
