@@ -40,6 +40,8 @@ pub(crate) struct PageIndex {
     rows: usize,
     /// The running summary of the current page and whether it holds a row.
     cur: Vec<u16>,
+    /// `cur` in fixed point (`model::fx`), for the comparisons.
+    cur_fx: Vec<i32>,
     cur_rows: bool,
     /// Sketch bits (0: no sketch), the packed codes of every full page
     /// (`code_stride` bytes each), their level tables (`2^bits · d` each,
@@ -70,6 +72,7 @@ impl PageIndex {
             sum_v: vec![0; d],
             rows: 0,
             cur: vec![0; 2 * d],
+            cur_fx: vec![0; 2 * d],
             cur_rows: false,
             bits,
             codes: Vec::new(),
@@ -128,18 +131,9 @@ impl PageIndex {
                 self.sink_k.extend_from_slice(kr);
                 self.sink_v.extend_from_slice(vr);
             } else {
-                self.add(kr);
+                self.add(kr, vr);
                 if self.bits > 0 {
                     self.cur_k.extend_from_slice(kr);
-                }
-                for ((sk, sv), (&a, &b)) in self
-                    .sum_k
-                    .iter_mut()
-                    .zip(self.sum_v.iter_mut())
-                    .zip(kr.iter().zip(vr))
-                {
-                    *sk += i64::from(model::fx(a));
-                    *sv += i64::from(model::fx(b));
                 }
                 self.rows += 1;
             }
@@ -174,18 +168,30 @@ impl PageIndex {
         }
     }
 
-    /// `summarize`'s rule, one row at a time: the first row sets both,
-    /// later rows replace an element only when strictly smaller / larger.
-    fn add(&mut self, row: &[u16]) {
+    /// One summarised row: `summarize`'s rule for the page's min ‖ max
+    /// (the first row sets both, later rows replace an element only when
+    /// strictly smaller / larger) and the running sums of the means. Each
+    /// element is taken to fixed point once; the current min and max are
+    /// kept in fixed point beside their bits.
+    fn add(&mut self, k: &[u16], v: &[u16]) {
         let d = self.d;
         let first = !self.cur_rows;
-        for (i, &b) in row.iter().enumerate() {
-            if first || model::fx(b) < model::fx(self.cur[i]) {
-                self.cur[i] = b;
+        let (lo, hi) = self.cur.split_at_mut(d);
+        let (lo_fx, hi_fx) = self.cur_fx.split_at_mut(d);
+        for (i, (&b, sk)) in k.iter().zip(self.sum_k.iter_mut()).enumerate() {
+            let x = model::fx(b);
+            if first || x < lo_fx[i] {
+                lo[i] = b;
+                lo_fx[i] = x;
             }
-            if first || model::fx(b) > model::fx(self.cur[d + i]) {
-                self.cur[d + i] = b;
+            if first || x > hi_fx[i] {
+                hi[i] = b;
+                hi_fx[i] = x;
             }
+            *sk += i64::from(x);
+        }
+        for (sv, &b) in self.sum_v.iter_mut().zip(v) {
+            *sv += i64::from(model::fx(b));
         }
         self.cur_rows = true;
     }

@@ -41,7 +41,12 @@ fn plan(
     let t = ftl.tokens_per_page(job.stream).map_err(ftl_err)? as usize;
     let rows_per_page = u16::try_from(t).map_err(|_| Status::INTERNAL_ERROR)?;
     let mut plan = Plan::default();
-    for gi in 0..job.s.div_ceil(t) {
+    // At most one read per page group: reserved once, so the list never
+    // moves while it grows.
+    let groups = job.s.div_ceil(t);
+    plan.reads.reserve(groups);
+    plan.offsets.reserve(groups);
+    for gi in 0..groups {
         let lo = gi * t;
         let hi = ((gi + 1) * t).min(job.s);
         // Selected tokens of this group, as a range of `sel`.
