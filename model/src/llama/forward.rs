@@ -105,8 +105,7 @@ impl Model {
                 QTensor::matvec_group(&[&layer.gate, &layer.up], h, &mut [gate, up]);
             }
             Some(rows) => {
-                layer.gate.matmul(h, rows, gate);
-                layer.up.matmul(h, rows, up);
+                QTensor::matmul_group(&[&layer.gate, &layer.up], h, rows, &mut [gate, up]);
             }
         }
         match &layer.post_norms {
@@ -186,9 +185,12 @@ impl Model {
             for (xi, hi) in x.chunks_exact(d).zip(h.chunks_exact_mut(d)) {
                 rms_norm(xi, &layer.attn_norm, c.rms_eps, hi);
             }
-            layer.wq.matmul(&h, n, &mut q);
-            layer.wk.matmul(&h, n, &mut k);
-            layer.wv.matmul(&h, n, &mut v);
+            QTensor::matmul_group(
+                &[&layer.wq, &layer.wk, &layer.wv],
+                &h,
+                n,
+                &mut [&mut q, &mut k, &mut v],
+            );
             for (pos, ((qi, ki), vi)) in q
                 .chunks_exact_mut(c.q_dim())
                 .zip(k.chunks_exact_mut(c.kv_dim()))

@@ -34,6 +34,25 @@ pub(super) enum Input {
     K(Q8K),
 }
 
+/// Which preparation a kind's rows take: kinds of one family take the
+/// same prepared input, so a group of matrices on one input prepares it
+/// once per family.
+pub(super) fn family(kind: TensorKind) -> u8 {
+    match kind {
+        TensorKind::F32 | TensorKind::F16 | TensorKind::BF16 => 0,
+        TensorKind::Q4_0
+        | TensorKind::Q4_1
+        | TensorKind::Q5_0
+        | TensorKind::Q5_1
+        | TensorKind::Q8_0 => 1,
+        TensorKind::Q2_K
+        | TensorKind::Q3_K
+        | TensorKind::Q4_K
+        | TensorKind::Q5_K
+        | TensorKind::Q6_K => 2,
+    }
+}
+
 impl Input {
     /// `x` (length a whole number of `kind`'s blocks) prepared for `kind`.
     pub(super) fn new(kind: TensorKind, x: &[f32]) -> Input {

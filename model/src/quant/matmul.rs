@@ -1,15 +1,20 @@
 //! `QTensor::matmul`: Y = X·Wᵀ for n inputs at once (the prefill path).
 //!
-//! Every input is quantized once. Each part of the work (run by the
-//! caller or the kernel pool) owns a range of weight rows; it walks the
-//! inputs in chunks small enough to stay in L2 and, for each row (kept in
-//! L1), takes the dot product with every input of the chunk. A row's
-//! result depends only on that row and input, so the number of parts does
-//! not change the bits.
+//! Every input is quantized once (once per family of kinds for a group of
+//! matrices on the same inputs: q, k and v; gate and up). Each part of
+//! the work (run by the caller or the kernel pool) owns a range of weight
+//! rows; it walks the inputs in chunks small enough to stay in L2 and, for
+//! each row (kept in L1), takes the dot product with every input of the
+//! chunk. A part turns its results to input-major order itself, a tile of
+//! rows at a time, so that what the caller does alone is contiguous
+//! copies. A row's result depends only on that row and input, so the
+//! number of parts does not change the bits.
 
+use std::cell::RefCell;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::act::{Input, Q8K};
+use super::act::{Input, Q8K, family};
 use super::kquant;
 use super::parallel::threads_for;
 use super::pool::{Job, Pool};
@@ -20,9 +25,16 @@ use super::vecdot;
 /// Bytes of inputs kept hot while rows are taken against them.
 const INPUT_CHUNK_BYTES: usize = 128 * 1024;
 
-/// Rows `r0..r1` of `t` against every input, row-major by weight row:
-/// the inputs in chunks that stay in L2, each row (in L1) unpacked once
-/// per chunk and taken against every input of it.
+/// Rows per tile turned to input-major order: one 64-byte line of
+/// results per input.
+const TILE_ROWS: usize = 16;
+
+/// Rows `r0..r1` of `t` against every input, into `out` input-major:
+/// input i's result for row r at `out[i·stride + r − r0]`. The inputs
+/// go in chunks that stay in L2; each row (in L1) is unpacked once per
+/// chunk and taken against every input of it, into a tile of
+/// [`TILE_ROWS`] rows that is then written out input by input.
+#[allow(clippy::too_many_arguments)]
 fn block(
     t: &QTensor,
     isa: Isa,
@@ -30,12 +42,12 @@ fn block(
     inputs: &[Input],
     r0: usize,
     r1: usize,
-    local: &mut Vec<f32>,
+    out: &mut [f32],
+    stride: usize,
 ) {
     let (n, cols) = (inputs.len(), t.cols());
-    local.clear();
-    local.resize((r1 - r0) * n, 0.0);
     let chunk_n = (INPUT_CHUNK_BYTES / cols.max(1)).clamp(1, n.max(1));
+    let mut tile = vec![0f32; TILE_ROWS * chunk_n];
     let mut buf = vecdot::WideBuf::default();
     let acts = vecdot::acts32(inputs);
     let kinputs: Option<Vec<&Q8K>> = inputs
@@ -47,23 +59,151 @@ fn block(
         .collect();
     for i0 in (0..n).step_by(chunk_n) {
         let i1 = (i0 + chunk_n).min(n);
-        for r in r0..r1 {
-            let dst = &mut local[(r - r0) * n + i0..(r - r0) * n + i1];
-            if let Some(acts) = &acts
-                && t.dot_row_inputs(isa, r, &acts[i0..i1], &mut buf, dst)
-            {
-                continue;
-            }
-            match (t.unpack_k(r), &kinputs) {
-                (Some(k), Some(xq)) => kquant::dot_unpacked_inputs(isa, &k, &xq[i0..i1], dst),
-                _ => {
-                    for (i, o) in (i0..i1).zip(dst) {
-                        *o = t.dot_row(isa, r, &xs[i * cols..(i + 1) * cols], &inputs[i]);
+        let m = i1 - i0;
+        for t0 in (r0..r1).step_by(TILE_ROWS) {
+            let t1 = (t0 + TILE_ROWS).min(r1);
+            for r in t0..t1 {
+                let dst = &mut tile[(r - t0) * m..(r - t0 + 1) * m];
+                if let Some(acts) = &acts
+                    && t.dot_row_inputs(isa, r, &acts[i0..i1], &mut buf, dst)
+                {
+                    continue;
+                }
+                match (t.unpack_k(r), &kinputs) {
+                    (Some(k), Some(xq)) => kquant::dot_unpacked_inputs(isa, &k, &xq[i0..i1], dst),
+                    _ => {
+                        for (i, o) in (i0..i1).zip(dst) {
+                            *o = t.dot_row(isa, r, &xs[i * cols..(i + 1) * cols], &inputs[i]);
+                        }
                     }
+                }
+            }
+            for i in 0..m {
+                let at = (i0 + i) * stride + t0 - r0;
+                for (k, o) in out[at..at + (t1 - t0)].iter_mut().enumerate() {
+                    *o = tile[k * m + i];
                 }
             }
         }
     }
+}
+
+/// Each of `mats` on the inputs `xs` (`n` rows), into `outs`, with the
+/// inputs prepared once per family and shared.
+fn group_with(
+    mats: &[&QTensor],
+    xs: &[f32],
+    n: usize,
+    outs: &mut [&mut [f32]],
+    threads: usize,
+    isa: Isa,
+) {
+    assert_eq!(mats.len(), outs.len(), "one output per matrix");
+    let shared: Arc<[f32]> = xs.into();
+    let mut prepared: Vec<(u8, Arc<[Input]>)> = Vec::new();
+    for (m, out) in mats.iter().zip(outs.iter_mut()) {
+        let (rows, cols) = (m.rows(), m.cols());
+        assert_eq!(xs.len(), n * cols, "matmul input length");
+        assert_eq!(out.len(), n * rows, "matmul output length");
+        if n == 0 || rows == 0 || cols == 0 {
+            out.fill(0.0);
+            continue;
+        }
+        let f = family(m.kind());
+        let inputs = match prepared.iter().find(|(g, _)| *g == f) {
+            Some((_, inputs)) => Arc::clone(inputs),
+            None => {
+                let inputs: Arc<[Input]> = xs.chunks_exact(cols).map(|x| m.prepare(x)).collect();
+                prepared.push((f, Arc::clone(&inputs)));
+                inputs
+            }
+        };
+        run_one(m, &shared, inputs, n, out, threads, isa);
+    }
+}
+
+/// Chunks of rows the parts take at a time, per thread: enough for a
+/// slow thread (or one that starts late) to leave work to the other.
+const CHUNKS_PER_THREAD: usize = 4;
+
+/// One matrix's rows in chunks that the caller and `threads − 1` workers
+/// take from a shared counter until none is left: the caller's straight
+/// into `out`, a worker's input-major into its buffer (chunk after chunk,
+/// then their indices as f32, exact far past any chunk count, then how
+/// many it took), copied out by the caller.
+fn run_one(
+    m: &QTensor,
+    xs: &Arc<[f32]>,
+    inputs: Arc<[Input]>,
+    n: usize,
+    out: &mut [f32],
+    threads: usize,
+    isa: Isa,
+) {
+    let rows = m.rows();
+    let threads = threads.max(1);
+    let per = rows
+        .div_ceil(threads * CHUNKS_PER_THREAD)
+        .next_multiple_of(TILE_ROWS)
+        .max(1);
+    let chunks = rows.div_ceil(per);
+    let span = move |c: usize| (c * per, ((c + 1) * per).min(rows));
+    let next = Arc::new(AtomicUsize::new(0));
+    let jobs: Vec<Job> = (1..threads.min(chunks))
+        .map(|_| {
+            let (t, inputs, xs) = (m.clone(), Arc::clone(&inputs), Arc::clone(xs));
+            let next = Arc::clone(&next);
+            Box::new(move |buf: &mut Vec<f32>| {
+                let mut taken = Vec::new();
+                loop {
+                    let c = next.fetch_add(1, Ordering::Relaxed);
+                    if c >= chunks {
+                        break;
+                    }
+                    let (r0, r1) = span(c);
+                    let at = buf.len();
+                    buf.resize(at + (r1 - r0) * n, 0.0);
+                    block(&t, isa, &xs, &inputs, r0, r1, &mut buf[at..], r1 - r0);
+                    taken.push(c as f32);
+                }
+                let count = taken.len() as f32;
+                buf.extend(taken);
+                buf.push(count);
+            }) as Job
+        })
+        .collect();
+    let out = RefCell::new(out);
+    Pool::get().run(
+        || {
+            let mut out = out.borrow_mut();
+            loop {
+                let c = next.fetch_add(1, Ordering::Relaxed);
+                if c >= chunks {
+                    break;
+                }
+                let (r0, r1) = span(c);
+                block(m, isa, xs, &inputs, r0, r1, &mut out[r0..], rows);
+            }
+        },
+        jobs,
+        |_, part| {
+            let Some((&count, part)) = part.split_last() else {
+                return;
+            };
+            let (results, taken) = part.split_at(part.len() - count as usize);
+            let mut out = out.borrow_mut();
+            let mut at = 0;
+            for &c in taken {
+                let (r0, r1) = span(c as usize);
+                let width = r1 - r0;
+                let chunk = &results[at..at + width * n];
+                for (o, p) in out.chunks_exact_mut(rows).zip(chunk.chunks_exact(width)) {
+                    o[r0..r1].copy_from_slice(p);
+                }
+                at += width * n;
+            }
+        },
+    );
 }
 
 impl QTensor {
@@ -84,45 +224,17 @@ impl QTensor {
     /// `matmul` in `threads` parts on the instruction set `isa` (one of
     /// [`Isa::available`]).
     pub fn matmul_with(&self, xs: &[f32], n: usize, out: &mut [f32], threads: usize, isa: Isa) {
-        let (rows, cols) = (self.rows(), self.cols());
-        assert_eq!(xs.len(), n * cols, "matmul input length");
-        assert_eq!(out.len(), n * rows, "matmul output length");
-        if n == 0 || rows == 0 || cols == 0 {
-            out.fill(0.0);
-            return;
-        }
-        let inputs: Arc<[Input]> = xs.chunks_exact(cols).map(|x| self.prepare(x)).collect();
-        let shared: Arc<[f32]> = xs.into();
-        let per = rows.div_ceil(threads.max(1)).max(1);
-        let jobs: Vec<Job> = (per..rows)
-            .step_by(per)
-            .map(|r0| {
-                let (t, inputs, xs) = (self.clone(), Arc::clone(&inputs), Arc::clone(&shared));
-                Box::new(move |buf: &mut Vec<f32>| {
-                    block(&t, isa, &xs, &inputs, r0, (r0 + per).min(rows), buf);
-                }) as Job
-            })
-            .collect();
-        // `local` is by weight row, `out` by input: transposed in tiles of
-        // TILE rows, so each input's slice is written whole.
-        const TILE: usize = 16;
-        let mut scatter = |r0: usize, local: &[f32]| {
-            let part = local.len() / n;
-            for k0 in (0..part).step_by(TILE) {
-                let k1 = (k0 + TILE).min(part);
-                for (i, o) in out.chunks_exact_mut(rows).enumerate() {
-                    for (k, v) in o[r0 + k0..r0 + k1].iter_mut().enumerate() {
-                        *v = local[(k0 + k) * n + i];
-                    }
-                }
-            }
-        };
-        let mut first = Vec::new();
-        Pool::get().run(
-            || block(self, isa, xs, &inputs, 0, per.min(rows), &mut first),
-            jobs,
-            |i, part| scatter((i + 1) * per, part),
-        );
-        scatter(0, &first);
+        group_with(&[self], xs, n, &mut [out], threads, isa);
+    }
+
+    /// `matmul` of several matrices on the same inputs (q, k and v; gate
+    /// and up): the inputs are quantized once per family of kinds, and
+    /// every output has `matmul`'s bits.
+    ///
+    /// # Panics
+    /// When the counts differ, or a length does not fit.
+    pub fn matmul_group(mats: &[&QTensor], xs: &[f32], n: usize, outs: &mut [&mut [f32]]) {
+        let work: usize = mats.iter().map(|m| m.rows() * m.cols() * n).sum();
+        group_with(mats, xs, n, outs, threads_for(work), Isa::active());
     }
 }

@@ -39,7 +39,7 @@ impl QTensor {
 
     /// `matvec` of several matrices on the same input (q, k and v; gate
     /// and up) in one dispatch to the pool: the input is quantized once per
-    /// kind, and each matrix's rows are split as `matvec` splits them, so
+    /// family of kinds (`act::family`), and each matrix's rows are split as `matvec` splits them, so
     /// every output has `matvec`'s bits.
     ///
     /// # Panics
@@ -111,7 +111,8 @@ fn group_with(mats: &[&QTensor], x: &[f32], outs: &mut [&mut [f32]], threads: us
     for (i, m) in mats.iter().enumerate() {
         assert_eq!(x.len(), m.cols(), "matvec input length");
         assert_eq!(outs[i].len(), m.rows(), "matvec output length");
-        let same = (0..i).find(|&j| mats[j].kind() == m.kind());
+        let same =
+            (0..i).find(|&j| super::act::family(mats[j].kind()) == super::act::family(m.kind()));
         inputs.push(match same {
             Some(j) => Arc::clone(&inputs[j]),
             None => Arc::new(m.prepare(x)),

@@ -181,6 +181,30 @@ fn a_group_of_matvecs_gives_each_matvecs_bits() {
 }
 
 #[test]
+fn a_group_of_matmuls_gives_each_matmuls_bits() {
+    // Kinds of one input family (Q5_0 and Q8_0 share their prepared
+    // inputs) beside a K-quant, row counts that split unevenly and past a
+    // tile of rows, inputs past one chunk of the pool's parts.
+    let (cols, n) = (512, 9);
+    let a = random_tensor(TensorKind::Q5_0, 137, cols, 11, Floats::Unit);
+    let b = random_tensor(TensorKind::Q4_K, 64, cols, 12, Floats::Unit);
+    let c = random_tensor(TensorKind::Q8_0, 45, cols, 13, Floats::Unit);
+    let xs = noise(n * cols, 14);
+    let (mut oa, mut ob, mut oc) = (vec![0f32; n * 137], vec![0f32; n * 64], vec![0f32; n * 45]);
+    crate::QTensor::matmul_group(&[&a, &b, &c], &xs, n, &mut [&mut oa, &mut ob, &mut oc]);
+    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+    for (t, got) in [(&a, &oa), (&b, &ob), (&c, &oc)] {
+        // Each output is row · input, whatever the grouping and parts:
+        // the same bits as the matvec of that input alone.
+        let mut want = vec![0f32; n * t.rows()];
+        for (x, w) in xs.chunks_exact(cols).zip(want.chunks_exact_mut(t.rows())) {
+            t.matvec_with(x, w, 1, Isa::active());
+        }
+        assert_eq!(bits(got), bits(&want), "{}", t.kind());
+    }
+}
+
+#[test]
 fn k_quant_unpacking_matches_scalar() {
     use crate::quant::simd::{k_nibbles, k_nibbles_scalar, q6k_quants, q6k_quants_scalar};
     for seed in 0..64u64 {
