@@ -299,11 +299,13 @@ fn wide_p<const VNNI: bool, const S: bool, const P: usize>(
             let n = (nb - g).min(8);
             let xq: [*const i8; P] = std::array::from_fn(|j| xs[j].q[32 * g..].as_ptr());
             let wq = w.q[32 * g..].as_ptr();
-            // A whole group with a constant count, so the checks fold.
-            let ints = if n == 8 {
-                wide_ints::<VNNI, S, P>(wq, &xq, 8)
-            } else {
-                wide_ints::<VNNI, S, P>(wq, &xq, n)
+            // A whole group, or half of one (the tail of a row of 20
+            // blocks: 640 columns), with a constant count, so the checks
+            // fold and a half group costs half.
+            let ints = match n {
+                8 => wide_ints::<VNNI, S, P>(wq, &xq, 8),
+                4 => wide_ints::<VNNI, S, P>(wq, &xq, 4),
+                _ => wide_ints::<VNNI, S, P>(wq, &xq, n),
             };
             let dw = _mm256_loadu_ps(w.d[g..].as_ptr());
             let load = _mm256_cmpgt_epi32(_mm256_set1_epi32(n as i32), lanes);
