@@ -1,12 +1,11 @@
 //! Dense f32 attention on the host: one query over a run of keys, the
-//! causal prefill over a whole prompt (threads over heads), and
-//! `DenseCache`, the host KV cache that implements `Attention` as the
+//! queries of a KV group over the same keys, and `DenseCache`, the host KV cache that implements `Attention` as the
 //! reference for the in-storage one.
 
 use super::attention::{Attention, AttentionFailure};
 use super::config::Config;
 use super::ops::{round_f16, softmax, weighted_sum};
-use crate::quant::{default_threads, dots_f32};
+use crate::quant::dots_f32;
 
 /// `out = softmax(q·Kᵀ·scale)·V` for one query; `keys`/`values` hold
 /// `len` rows of `q.len()` floats. `scores` is scratch. The host's dense
@@ -67,67 +66,6 @@ pub fn attend_group(
             weighted_sum(&sc[t0..t1], &values[t0 * d..t1 * d], o);
         }
     }
-}
-
-/// Causal attention over a prompt: `q` is `n × q_dim` (token-major), `k`
-/// and `v` are `[n_kv_heads][n][head_dim]`; returns `n × q_dim`. With a
-/// `window`, position i attends only to positions i+1−window ..= i. Each
-/// position's query heads attend by KV group ([`attend_group`]: a group
-/// reads its keys and values once); the threads take every
-/// `threads`-th position, which spreads the causal cost evenly.
-pub(crate) fn causal_attention(
-    q: &[f32],
-    k: &[f32],
-    v: &[f32],
-    n: usize,
-    c: &Config,
-    window: Option<usize>,
-) -> Vec<f32> {
-    let (hd, q_dim, g) = (c.head_dim, c.q_dim(), c.group());
-    let threads = default_threads().min(n).max(1);
-    // The rows of positions t, t + threads, t + 2·threads, …
-    let positions = |t: usize| -> Vec<f32> {
-        let mut out = Vec::with_capacity(n.div_ceil(threads) * q_dim);
-        let mut scores = Vec::new();
-        let mut row = vec![0f32; q_dim];
-        for i in (t..n).step_by(threads) {
-            let first = window.map_or(0, |w| (i + 1).saturating_sub(w));
-            for kvh in 0..c.n_kv_heads {
-                let (keys, values) = (&k[kvh * n * hd..], &v[kvh * n * hd..]);
-                let span = kvh * g * hd..(kvh + 1) * g * hd;
-                attend_group(
-                    &q[i * q_dim..][span.clone()],
-                    hd,
-                    &keys[first * hd..(i + 1) * hd],
-                    &values[first * hd..(i + 1) * hd],
-                    &mut scores,
-                    &mut row[span],
-                );
-            }
-            out.extend_from_slice(&row);
-        }
-        out
-    };
-    let parts: Vec<Vec<f32>> = std::thread::scope(|s| {
-        let positions = &positions;
-        let handles: Vec<_> = (1..threads)
-            .map(|t| s.spawn(move || positions(t)))
-            .collect();
-        let mut parts = vec![positions(0)];
-        parts.extend(
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))),
-        );
-        parts
-    });
-    let mut out = vec![0f32; n * q_dim];
-    for (t, part) in parts.iter().enumerate() {
-        for (i, row) in (t..n).step_by(threads).zip(part.chunks_exact(q_dim)) {
-            out[i * q_dim..(i + 1) * q_dim].copy_from_slice(row);
-        }
-    }
-    out
 }
 
 /// One KV head's cache: keys and values, each `len × head_dim`.

@@ -7,7 +7,7 @@
 
 use super::arch::RopeStyle;
 use super::attention::{Attention, Logits};
-use super::dense::causal_attention;
+use super::causal::causal_attention;
 use super::model::Model;
 use super::ops::{gelu_mul, rms_norm, rms_norm_heads, rope, rope_neox, round_f16, silu_mul};
 use super::weights::Layer;

@@ -4,6 +4,7 @@
 
 mod arch;
 mod attention;
+mod causal;
 mod config;
 mod dense;
 mod forward;
