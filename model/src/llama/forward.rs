@@ -9,7 +9,9 @@ use super::arch::RopeStyle;
 use super::attention::{Attention, Logits};
 use super::causal::causal_attention;
 use super::model::Model;
-use super::ops::{gelu_mul, rms_norm, rms_norm_heads, rope, rope_neox, round_f16, silu_mul};
+use super::ops::{
+    Angles, gelu_mul, rms_norm, rms_norm_heads, rope_at, rope_neox_at, round_f16, silu_mul,
+};
 use super::weights::Layer;
 use crate::{ModelError, QTensor};
 
@@ -34,12 +36,37 @@ fn to_head_major(x: &[f32], n: usize, heads: usize, hd: usize) -> Vec<f32> {
 /// Prompt positions whose queries `Attention::prefill_queries` gets.
 const PLANNING_QUERIES: usize = 16;
 
+/// RoPE angle tables of a run of positions ([`Model::rope_angles`]).
+struct RopeAngles {
+    global: Angles,
+    local: Option<Angles>,
+}
+
 impl Model {
     /// One position's q, k, v after the projections of layer `l`: biases
     /// (qwen2), per-head QK-norm (qwen3, gemma3), then RoPE in the arch's
     /// pairing (gemma3's windowed layers with their own base), then q scaled
     /// when the softmax scale is not 1/sqrt(head_dim) (Gemma 3 27B).
-    fn shape_qkv(&self, l: usize, pos: usize, q: &mut [f32], k: &mut [f32], v: &mut [f32]) {
+    /// The RoPE angles of `positions`, for the global layers and (when
+    /// the model has windowed layers) for theirs.
+    fn rope_angles(&self, positions: std::ops::Range<usize>) -> RopeAngles {
+        let c = &self.config;
+        let windowed = (0..c.n_layers).any(|l| c.window(l).is_some());
+        RopeAngles {
+            global: Angles::new(positions.clone(), &self.freqs),
+            local: windowed.then(|| Angles::new(positions, &self.freqs_swa)),
+        }
+    }
+
+    fn shape_qkv(
+        &self,
+        l: usize,
+        pos: usize,
+        angles: &RopeAngles,
+        q: &mut [f32],
+        k: &mut [f32],
+        v: &mut [f32],
+    ) {
         let layer = &self.weights.layers[l];
         let c = &self.config;
         if let Some(b) = &layer.qkv_bias {
@@ -52,15 +79,15 @@ impl Model {
             rms_norm_heads(k, kn, c.rms_eps);
         }
         let rotate = match c.arch.rope_style() {
-            RopeStyle::Normal => rope,
-            RopeStyle::Neox => rope_neox,
+            RopeStyle::Normal => rope_at,
+            RopeStyle::Neox => rope_neox_at,
         };
-        let freqs = match c.window(l) {
-            Some(_) => &self.freqs_swa,
-            None => &self.freqs,
+        let table = match (c.window(l), &angles.local) {
+            (Some(_), Some(local)) => local,
+            _ => &angles.global,
         };
-        rotate(q, pos, freqs, c.head_dim);
-        rotate(k, pos, freqs, c.head_dim);
+        rotate(q, pos, table, c.head_dim);
+        rotate(k, pos, table, c.head_dim);
         if let Some(scale) = c.attn_scale {
             // The attention applies 1/sqrt(head_dim) itself.
             let f = scale * (c.head_dim as f32).sqrt();
@@ -181,6 +208,7 @@ impl Model {
         let mut tmp = vec![0f32; n * d];
         let mut gate = vec![0f32; n * c.n_ff];
         let mut up = vec![0f32; n * c.n_ff];
+        let angles = self.rope_angles(0..n);
         for (l, layer) in w.layers.iter().enumerate() {
             for (xi, hi) in x.chunks_exact(d).zip(h.chunks_exact_mut(d)) {
                 rms_norm(xi, &layer.attn_norm, c.rms_eps, hi);
@@ -197,7 +225,7 @@ impl Model {
                 .zip(v.chunks_exact_mut(c.kv_dim()))
                 .enumerate()
             {
-                self.shape_qkv(l, pos, qi, ki, vi);
+                self.shape_qkv(l, pos, &angles, qi, ki, vi);
             }
             let mut kh = to_head_major(&k, n, c.n_kv_heads, hd);
             let mut vh = to_head_major(&v, n, c.n_kv_heads, hd);
@@ -270,6 +298,7 @@ impl Model {
         let mut tmp = vec![0f32; d];
         let mut gate = vec![0f32; c.n_ff];
         let mut up = vec![0f32; c.n_ff];
+        let angles = self.rope_angles(pos..pos + 1);
         for (l, layer) in w.layers.iter().enumerate() {
             rms_norm(&x, &layer.attn_norm, c.rms_eps, &mut h);
             QTensor::matvec_group(
@@ -277,7 +306,7 @@ impl Model {
                 &h,
                 &mut [&mut q, &mut k, &mut v],
             );
-            self.shape_qkv(l, pos, &mut q, &mut k, &mut v);
+            self.shape_qkv(l, pos, &angles, &mut q, &mut k, &mut v);
             let o = match c.window(l) {
                 Some(window) => attn.decode_window(l, &q, &k, &v, window),
                 None => attn.decode(l, &q, &k, &v),

@@ -31,23 +31,59 @@ pub(crate) fn rope_freqs_scaled(theta: f32, head_dim: usize, scale: f32) -> Vec<
         .collect()
 }
 
-/// cos and sin of `pos · θ_i` for every frequency.
-fn angles(pos: usize, freqs: &[f32]) -> (Vec<f32>, Vec<f32>) {
-    freqs
-        .iter()
-        .map(|f| {
-            let angle = pos as f64 * f64::from(*f);
-            (angle.cos() as f32, angle.sin() as f32)
-        })
-        .unzip()
+/// cos and sin of `pos · θ_i` for every frequency and every position of
+/// a range, computed once: q and k, and every layer with the same
+/// frequencies, rotate with the same rows (in f64, then rounded, as one
+/// position alone would).
+#[derive(Clone, Debug)]
+pub(crate) struct Angles {
+    first: usize,
+    width: usize,
+    cos: Vec<f32>,
+    sin: Vec<f32>,
+}
+
+impl Angles {
+    /// The table of `positions` for `freqs`.
+    pub(crate) fn new(positions: std::ops::Range<usize>, freqs: &[f32]) -> Self {
+        let (mut cos, mut sin) = (Vec::new(), Vec::new());
+        for pos in positions.clone() {
+            for f in freqs {
+                let angle = pos as f64 * f64::from(*f);
+                cos.push(angle.cos() as f32);
+                sin.push(angle.sin() as f32);
+            }
+        }
+        Self {
+            first: positions.start,
+            width: freqs.len(),
+            cos,
+            sin,
+        }
+    }
+
+    /// cos and sin of position `pos` (inside the table's range).
+    fn at(&self, pos: usize) -> (&[f32], &[f32]) {
+        let at = (pos - self.first) * self.width;
+        (
+            &self.cos[at..at + self.width],
+            &self.sin[at..at + self.width],
+        )
+    }
 }
 
 /// Rotates every head in `x` (`[heads][head_dim]`) at position `pos`, on
 /// adjacent pairs (2i, 2i+1): GGUF stores llama's Q/K permuted for this form.
+#[cfg(test)]
 pub(crate) fn rope(x: &mut [f32], pos: usize, freqs: &[f32], head_dim: usize) {
-    let (cos, sin) = angles(pos, freqs);
+    rope_at(x, pos, &Angles::new(pos..pos + 1, freqs), head_dim);
+}
+
+/// [`rope`] with the angles taken from a table.
+pub(crate) fn rope_at(x: &mut [f32], pos: usize, angles: &Angles, head_dim: usize) {
+    let (cos, sin) = angles.at(pos);
     for head in x.chunks_exact_mut(head_dim) {
-        for ((pair, c), s) in head.chunks_exact_mut(2).zip(&cos).zip(&sin) {
+        for ((pair, c), s) in head.chunks_exact_mut(2).zip(cos).zip(sin) {
             let (a, b) = (pair[0], pair[1]);
             pair[0] = a * c - b * s;
             pair[1] = a * s + b * c;
@@ -57,11 +93,17 @@ pub(crate) fn rope(x: &mut [f32], pos: usize, freqs: &[f32], head_dim: usize) {
 
 /// Rotates every head in `x` at position `pos` on halves (i, i + head_dim/2),
 /// the NEOX pairing of qwen2 and qwen3.
+#[cfg(test)]
 pub(crate) fn rope_neox(x: &mut [f32], pos: usize, freqs: &[f32], head_dim: usize) {
-    let (cos, sin) = angles(pos, freqs);
+    rope_neox_at(x, pos, &Angles::new(pos..pos + 1, freqs), head_dim);
+}
+
+/// [`rope_neox`] with the angles taken from a table.
+pub(crate) fn rope_neox_at(x: &mut [f32], pos: usize, angles: &Angles, head_dim: usize) {
+    let (cos, sin) = angles.at(pos);
     for head in x.chunks_exact_mut(head_dim) {
         let (lo, hi) = head.split_at_mut(head_dim / 2);
-        for (((a, b), c), s) in lo.iter_mut().zip(hi).zip(&cos).zip(&sin) {
+        for (((a, b), c), s) in lo.iter_mut().zip(hi).zip(cos).zip(sin) {
             let (x0, x1) = (*a, *b);
             *a = x0 * c - x1 * s;
             *b = x0 * s + x1 * c;
