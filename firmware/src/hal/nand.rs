@@ -280,13 +280,8 @@ mod tests {
     /// inside a word and stray bits past `rows`.
     #[test]
     fn filter_runs_equal_a_row_by_row_copy() {
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut rng = attention::testdata::SplitMix64::new(0x2545_F491_4F6C_DD1D);
+        let mut next = move || rng.next_u64();
         for case in 0..400 {
             let rows = [1u16, 63, 64, 65, 127, 128, 200, 256][case % 8];
             let row_bytes = 16u16;

@@ -133,6 +133,26 @@ impl Block<'_> {
         self.window.map_or(0, |w| (i + 1).saturating_sub(w))..i + 1
     }
 
+    /// Walks `keys` a tile at a time and, in each tile, every position
+    /// of `positions` with the keys `a..b` of the tile it attends to.
+    fn tiles(
+        &self,
+        positions: &Range<usize>,
+        keys: &Range<usize>,
+        mut each: impl FnMut(usize, usize, usize),
+    ) {
+        for t0 in keys.clone().step_by(TILE) {
+            let tile = t0..(t0 + TILE).min(keys.end);
+            for p in positions.clone() {
+                let own = self.span(p);
+                let (a, b) = (tile.start.max(own.start), tile.end.min(own.end));
+                if a < b {
+                    each(p, a, b);
+                }
+            }
+        }
+    }
+
     /// The outputs of `positions`' query heads into `out` (their rows of
     /// `q_dim`, from the block's first position; the heads' columns are
     /// overwritten). `scores` is scratch.
@@ -153,24 +173,16 @@ impl Block<'_> {
             let at = p * self.q_dim + self.heads.start + h * d;
             &self.q[at..at + d]
         };
-        for t0 in keys.clone().step_by(TILE) {
-            let tile = t0..(t0 + TILE).min(keys.end);
-            for p in positions.clone() {
-                let own = self.span(p);
-                let (a, b) = (tile.start.max(own.start), tile.end.min(own.end));
-                if a >= b {
-                    continue;
-                }
-                for h in 0..g {
-                    let r = row(p, h);
-                    dots_f32(
-                        query(p, h),
-                        &self.keys[a * d..b * d],
-                        &mut scores[r + a - keys.start..r + b - keys.start],
-                    );
-                }
+        self.tiles(&positions, &keys, |p, a, b| {
+            for h in 0..g {
+                let r = row(p, h);
+                dots_f32(
+                    query(p, h),
+                    &self.keys[a * d..b * d],
+                    &mut scores[r + a - keys.start..r + b - keys.start],
+                );
             }
-        }
+        });
         for p in positions.clone() {
             let own = self.span(p);
             for h in 0..g {
@@ -182,25 +194,17 @@ impl Block<'_> {
                 out[o..o + d].fill(0.0);
             }
         }
-        for t0 in keys.clone().step_by(TILE) {
-            let tile = t0..(t0 + TILE).min(keys.end);
-            for p in positions.clone() {
-                let own = self.span(p);
-                let (a, b) = (tile.start.max(own.start), tile.end.min(own.end));
-                if a >= b {
-                    continue;
-                }
-                for h in 0..g {
-                    let r = row(p, h);
-                    let o = (p - positions.start) * self.q_dim + self.heads.start + h * d;
-                    weighted_sum(
-                        &scores[r + a - keys.start..r + b - keys.start],
-                        &self.values[a * d..b * d],
-                        &mut out[o..o + d],
-                    );
-                }
+        self.tiles(&positions, &keys, |p, a, b| {
+            for h in 0..g {
+                let r = row(p, h);
+                let o = (p - positions.start) * self.q_dim + self.heads.start + h * d;
+                weighted_sum(
+                    &scores[r + a - keys.start..r + b - keys.start],
+                    &self.values[a * d..b * d],
+                    &mut out[o..o + d],
+                );
             }
-        }
+        });
     }
 }
 
@@ -214,13 +218,8 @@ mod tests {
     /// without a window, one and several KV heads.
     #[test]
     fn each_query_has_attend_ones_bits() {
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed >> 40) as f32 / (1u64 << 24) as f32 * 4.0 - 2.0
-        };
+        let mut rng = attention::testdata::SplitMix64::new(0x2545_F491_4F6C_DD1D);
+        let mut next = move || rng.next_f32() * 4.0 - 2.0;
         let bits = |x: &[f32]| x.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
         for (kv, group, d) in [(1, 4, 32), (3, 3, 16)] {
             for n in [1, 15, 16, 17, 53] {

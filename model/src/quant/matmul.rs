@@ -12,12 +12,11 @@
 
 use std::cell::RefCell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::act::{Input, Q8K, family};
 use super::kquant;
 use super::parallel::threads_for;
-use super::pool::{Job, Pool};
+use super::pool::{Remote, chunked};
 use super::simd::Isa;
 use super::tensor::QTensor;
 use super::vecdot;
@@ -126,11 +125,9 @@ fn group_with(
 /// slow thread (or one that starts late) to leave work to the other.
 const CHUNKS_PER_THREAD: usize = 4;
 
-/// One matrix's rows in chunks that the caller and `threads − 1` workers
-/// take from a shared counter until none is left: the caller's straight
-/// into `out`, a worker's input-major into its buffer (chunk after chunk,
-/// then their indices as f32, exact far past any chunk count, then how
-/// many it took), copied out by the caller.
+/// One matrix's rows in chunks ([`chunked`]): the caller's straight into
+/// `out`, a worker's input-major into its buffer, copied out by the
+/// caller.
 fn run_one(
     m: &QTensor,
     xs: &Arc<[f32]>,
@@ -148,59 +145,42 @@ fn run_one(
         .max(1);
     let chunks = rows.div_ceil(per);
     let span = move |c: usize| (c * per, ((c + 1) * per).min(rows));
-    let next = Arc::new(AtomicUsize::new(0));
-    let jobs: Vec<Job> = (1..threads.min(chunks))
-        .map(|_| {
-            let (t, inputs, xs) = (m.clone(), Arc::clone(&inputs), Arc::clone(xs));
-            let next = Arc::clone(&next);
-            Box::new(move |buf: &mut Vec<f32>| {
-                let mut taken = Vec::new();
-                loop {
-                    let c = next.fetch_add(1, Ordering::Relaxed);
-                    if c >= chunks {
-                        break;
-                    }
-                    let (r0, r1) = span(c);
-                    let at = buf.len();
-                    buf.resize(at + (r1 - r0) * n, 0.0);
-                    block(&t, isa, &xs, &inputs, r0, r1, &mut buf[at..], r1 - r0);
-                    taken.push(c as f32);
-                }
-                let count = taken.len() as f32;
-                buf.extend(taken);
-                buf.push(count);
-            }) as Job
+    let remote: Remote = {
+        let (t, inputs, xs) = (m.clone(), Arc::clone(&inputs), Arc::clone(xs));
+        Arc::new(move |c, buf: &mut Vec<f32>| {
+            let (r0, r1) = span(c);
+            let at = buf.len();
+            buf.resize(at + (r1 - r0) * n, 0.0);
+            block(&t, isa, &xs, &inputs, r0, r1, &mut buf[at..], r1 - r0);
         })
-        .collect();
+    };
     let out = RefCell::new(out);
-    Pool::get().run(
-        || {
-            let mut out = out.borrow_mut();
-            loop {
-                let c = next.fetch_add(1, Ordering::Relaxed);
-                if c >= chunks {
-                    break;
-                }
-                let (r0, r1) = span(c);
-                block(m, isa, xs, &inputs, r0, r1, &mut out[r0..], rows);
-            }
+    chunked(
+        chunks,
+        threads,
+        remote,
+        |c| {
+            let (r0, r1) = span(c);
+            (r1 - r0) * n
         },
-        jobs,
-        |_, part| {
-            let Some((&count, part)) = part.split_last() else {
-                return;
-            };
-            let (results, taken) = part.split_at(part.len() - count as usize);
+        |c| {
+            let (r0, r1) = span(c);
+            block(
+                m,
+                isa,
+                xs,
+                &inputs,
+                r0,
+                r1,
+                &mut out.borrow_mut()[r0..],
+                rows,
+            );
+        },
+        |c, chunk| {
+            let (r0, r1) = span(c);
             let mut out = out.borrow_mut();
-            let mut at = 0;
-            for &c in taken {
-                let (r0, r1) = span(c as usize);
-                let width = r1 - r0;
-                let chunk = &results[at..at + width * n];
-                for (o, p) in out.chunks_exact_mut(rows).zip(chunk.chunks_exact(width)) {
-                    o[r0..r1].copy_from_slice(p);
-                }
-                at += width * n;
+            for (o, p) in out.chunks_exact_mut(rows).zip(chunk.chunks_exact(r1 - r0)) {
+                o[r0..r1].copy_from_slice(p);
             }
         },
     );

@@ -5,10 +5,9 @@
 
 use std::cell::RefCell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::parallel::threads_for;
-use super::pool::{Job, Pool};
+use super::pool::{Remote, chunked};
 use super::simd::Isa;
 use super::tensor::QTensor;
 
@@ -100,10 +99,8 @@ impl Chunks {
     }
 }
 
-/// `matvec` of each of `mats` on `x` into `outs`, the rows in chunks that
-/// the caller and `threads − 1` workers take from a shared counter until
-/// none is left (so a thread that runs slower, or starts later, does less
-/// of the work instead of holding up the others).
+/// `matvec` of each of `mats` on `x` into `outs`, the rows in chunks
+/// ([`chunked`]).
 fn group_with(mats: &[&QTensor], x: &[f32], outs: &mut [&mut [f32]], threads: usize, isa: Isa) {
     assert_eq!(mats.len(), outs.len(), "one output per matrix");
     let threads = threads.max(1);
@@ -125,59 +122,33 @@ fn group_with(mats: &[&QTensor], x: &[f32], outs: &mut [&mut [f32]], threads: us
         return;
     }
     let list = Arc::new(Chunks::new(mats, threads));
-    let next = Arc::new(AtomicUsize::new(0));
     let xs: Arc<[f32]> = x.into();
-    let jobs: Vec<Job> = (1..threads)
-        .map(|_| {
-            let mats: Vec<QTensor> = mats.iter().map(|m| (*m).clone()).collect();
-            let (inputs, xs) = (inputs.clone(), Arc::clone(&xs));
-            let (list, next) = (Arc::clone(&list), Arc::clone(&next));
-            // The buffer: the results of the chunks this worker took, one
-            // after another, then their indices as f32 (exact: there are
-            // far fewer than 2^24), then how many it took. Nothing is
-            // zero-filled beyond what it computes (a job taken back by a
-            // caller that already ran every chunk costs nothing).
-            Box::new(move |buf: &mut Vec<f32>| {
-                let mut taken = Vec::new();
-                loop {
-                    let c = next.fetch_add(1, Ordering::Relaxed);
-                    let Some((i, r0, r1)) = list.get(c) else {
-                        break;
-                    };
-                    let at = buf.len();
-                    buf.resize(at + (r1 - r0), 0.0);
-                    mats[i].dot_rows(isa, r0, &xs, &inputs[i], &mut buf[at..]);
-                    taken.push(c as f32);
-                }
-                let count = taken.len() as f32;
-                buf.extend(taken);
-                buf.push(count);
-            }) as Job
+    let remote: Remote = {
+        let mats: Vec<QTensor> = mats.iter().map(|m| (*m).clone()).collect();
+        let (inputs, list) = (inputs.clone(), Arc::clone(&list));
+        Arc::new(move |c, buf: &mut Vec<f32>| {
+            if let Some((i, r0, r1)) = list.get(c) {
+                let at = buf.len();
+                buf.resize(at + (r1 - r0), 0.0);
+                mats[i].dot_rows(isa, r0, &xs, &inputs[i], &mut buf[at..]);
+            }
         })
-        .collect();
+    };
     let outs = RefCell::new(outs);
-    Pool::get().run(
-        || {
-            let mut outs = outs.borrow_mut();
-            loop {
-                let c = next.fetch_add(1, Ordering::Relaxed);
-                let Some((i, r0, r1)) = list.get(c) else {
-                    break;
-                };
+    chunked(
+        list.count,
+        threads,
+        remote,
+        |c| list.get(c).map_or(0, |(_, r0, r1)| r1 - r0),
+        |c| {
+            if let Some((i, r0, r1)) = list.get(c) {
+                let mut outs = outs.borrow_mut();
                 mats[i].dot_rows(isa, r0, x, &inputs[i], &mut outs[i][r0..r1]);
             }
         },
-        jobs,
-        |_, part| {
-            let mut outs = outs.borrow_mut();
-            let Some((&count, part)) = part.split_last() else {
-                return;
-            };
-            let (rows, taken) = part.split_at(part.len() - count as usize);
-            let mut at = 0;
-            for (i, r0, r1) in taken.iter().filter_map(|&c| list.get(c as usize)) {
-                outs[i][r0..r1].copy_from_slice(&rows[at..at + (r1 - r0)]);
-                at += r1 - r0;
+        |c, rows| {
+            if let Some((i, r0, r1)) = list.get(c) {
+                outs.borrow_mut()[i][r0..r1].copy_from_slice(rows);
             }
         },
     );

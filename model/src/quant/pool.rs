@@ -126,6 +126,75 @@ impl Pool {
     }
 }
 
+/// What a worker does with chunk c: append its results to the buffer.
+pub(super) type Remote = Arc<dyn Fn(usize, &mut Vec<f32>) + Send + Sync>;
+
+/// Work in `chunks` numbered pieces that the caller (`local`) and up to
+/// `threads − 1` workers (`remote`) take from a shared counter until none
+/// is left, so a thread that runs slower, or starts later, does less of
+/// the work instead of holding up the others. Back on the caller's
+/// thread, `sink` gets each chunk a worker took with its results (`len`
+/// of chunk c floats).
+///
+/// A worker's buffer holds the results of the chunks it took, one after
+/// another, then their indices as f32 (exact: far fewer than 2^24), then
+/// how many it took; nothing beyond what it computes is zero-filled (a
+/// job taken back by a caller that already ran every chunk costs nothing).
+pub(super) fn chunked(
+    chunks: usize,
+    threads: usize,
+    remote: Remote,
+    len: impl Fn(usize) -> usize,
+    mut local: impl FnMut(usize),
+    mut sink: impl FnMut(usize, &[f32]),
+) {
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let jobs: Vec<Job> = (1..threads.min(chunks))
+        .map(|_| {
+            let (remote, next) = (Arc::clone(&remote), Arc::clone(&next));
+            Box::new(move |buf: &mut Vec<f32>| {
+                let mut taken = Vec::new();
+                loop {
+                    let c = next.fetch_add(1, Ordering::Relaxed);
+                    if c >= chunks {
+                        break;
+                    }
+                    remote(c, buf);
+                    taken.push(c as f32);
+                }
+                let count = taken.len() as f32;
+                buf.extend(taken);
+                buf.push(count);
+            }) as Job
+        })
+        .collect();
+    Pool::get().run(
+        || {
+            loop {
+                let c = next.fetch_add(1, Ordering::Relaxed);
+                if c >= chunks {
+                    break;
+                }
+                local(c);
+            }
+        },
+        jobs,
+        |_, part| {
+            let Some((&count, part)) = part.split_last() else {
+                return;
+            };
+            let (results, taken) = part.split_at(part.len() - count as usize);
+            let mut at = 0;
+            for &c in taken {
+                let c = c as usize;
+                let l = len(c);
+                sink(c, &results[at..at + l]);
+                at += l;
+            }
+        },
+    );
+}
+
 fn inline(local: impl FnOnce(), jobs: Vec<Job>, mut sink: impl FnMut(usize, &[f32])) {
     local();
     let mut buf = Vec::new();
