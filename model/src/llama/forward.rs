@@ -13,6 +13,7 @@ use super::ops::{
     Angles, gelu_mul, rms_norm, rms_norm_heads, rope_at, rope_neox_at, round_f16, silu_mul,
 };
 use super::weights::Layer;
+use crate::quant::Gate;
 use crate::{ModelError, QTensor};
 
 fn add(x: &mut [f32], y: &[f32]) {
@@ -127,17 +128,17 @@ impl Model {
         up: &mut [f32],
         tmp: &mut [f32],
     ) {
+        let act: Gate = match &layer.post_norms {
+            Some(_) => gelu_mul,
+            None => silu_mul,
+        };
         match batch {
             None => {
-                QTensor::matvec_group(&[&layer.gate, &layer.up], h, &mut [gate, up]);
+                QTensor::matvec_group(&[&layer.gate, &layer.up], h, &mut [gate, &mut *up]);
+                act(gate, up);
             }
-            Some(rows) => {
-                QTensor::matmul_group(&[&layer.gate, &layer.up], h, rows, &mut [gate, up]);
-            }
-        }
-        match &layer.post_norms {
-            Some(_) => gelu_mul(gate, up),
-            None => silu_mul(gate, up),
+            // The prompt's activation runs in the matmul's parts.
+            Some(rows) => QTensor::matmul_gated(&layer.gate, &layer.up, h, rows, gate, act),
         }
         match batch {
             None => layer.down.matvec(gate, tmp),
@@ -207,7 +208,8 @@ impl Model {
         let mut v = vec![0f32; n * c.kv_dim()];
         let mut tmp = vec![0f32; n * d];
         let mut gate = vec![0f32; n * c.n_ff];
-        let mut up = vec![0f32; n * c.n_ff];
+        // The prompt's up projections stay inside the gated matmul's parts.
+        let mut up = Vec::new();
         let angles = self.rope_angles(0..n);
         for (l, layer) in w.layers.iter().enumerate() {
             for (xi, hi) in x.chunks_exact(d).zip(h.chunks_exact_mut(d)) {

@@ -11,6 +11,7 @@
 //! number of parts does not change the bits.
 
 use std::cell::RefCell;
+use std::ops::Range;
 use std::sync::Arc;
 
 use super::act::{Input, Q8K, family};
@@ -98,7 +99,13 @@ fn group_with(
     isa: Isa,
 ) {
     assert_eq!(mats.len(), outs.len(), "one output per matrix");
-    let shared: Arc<[f32]> = xs.into();
+    // The f32 inputs themselves: only the float kinds read them (the
+    // others take the quantized inputs), so only they pay for the copy.
+    let shared: Arc<[f32]> = if mats.iter().any(|m| family(m.kind()) == 0) {
+        xs.into()
+    } else {
+        Arc::from([])
+    };
     let mut prepared: Vec<(u8, Arc<[Input]>)> = Vec::new();
     for (m, out) in mats.iter().zip(outs.iter_mut()) {
         let (rows, cols) = (m.rows(), m.cols());
@@ -117,19 +124,93 @@ fn group_with(
                 inputs
             }
         };
-        run_one(m, &shared, inputs, n, out, threads, isa);
+        run_one(m, None, &shared, inputs, n, out, threads, isa);
     }
+}
+
+/// [`QTensor::matmul_gated`] in `threads` parts on `isa`: the two
+/// matrices' rows together when they take the same inputs, else the two
+/// products one after the other, then `act`.
+#[allow(clippy::too_many_arguments)]
+fn gated_with(
+    gate: &QTensor,
+    up: &QTensor,
+    xs: &[f32],
+    n: usize,
+    out: &mut [f32],
+    act: Gate,
+    threads: usize,
+    isa: Isa,
+) {
+    let (rows, cols) = (gate.rows(), gate.cols());
+    assert_eq!(xs.len(), n * cols, "matmul input length");
+    assert_eq!(out.len(), n * rows, "matmul output length");
+    if family(gate.kind()) != family(up.kind()) || family(gate.kind()) == 0 {
+        let mut u = vec![0f32; n * rows];
+        group_with(&[gate, up], xs, n, &mut [&mut *out, &mut u], threads, isa);
+        act(out, &u);
+        return;
+    }
+    if n == 0 || rows == 0 || cols == 0 {
+        out.fill(0.0);
+        return;
+    }
+    let inputs: Arc<[Input]> = xs.chunks_exact(cols).map(|x| gate.prepare(x)).collect();
+    let none: Arc<[f32]> = Arc::from([]);
+    run_one(gate, Some((up, act)), &none, inputs, n, out, threads, isa);
+}
+
+/// A gated FFN's activation, element by element: `gate ← act(gate, up)`
+/// (SiLU or GELU times up).
+pub type Gate = fn(&mut [f32], &[f32]);
+
+thread_local! {
+    /// The up projection of the chunk a thread is on (gated matmuls).
+    static UP: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Rows `rows` of `m` into `out` as [`block`] writes them; with `gated`,
+/// the same rows of its up matrix too, and `out` becomes act(gate, up),
+/// element by element (so the activation runs in the parts, beside the
+/// products, instead of alone on the caller's thread afterwards).
+#[allow(clippy::too_many_arguments)]
+fn part(
+    m: &QTensor,
+    gated: Option<(&QTensor, Gate)>,
+    isa: Isa,
+    xs: &[f32],
+    inputs: &[Input],
+    rows: Range<usize>,
+    out: &mut [f32],
+    stride: usize,
+) {
+    block(m, isa, xs, inputs, rows.start, rows.end, out, stride);
+    let Some((up, act)) = gated else {
+        return;
+    };
+    let (w, n) = (rows.len(), inputs.len());
+    UP.with(|scratch| {
+        let mut u = scratch.borrow_mut();
+        u.clear();
+        u.resize(w * n, 0.0);
+        block(up, isa, xs, inputs, rows.start, rows.end, &mut u, w);
+        for (i, u) in u.chunks_exact(w).enumerate() {
+            act(&mut out[i * stride..i * stride + w], u);
+        }
+    });
 }
 
 /// Chunks of rows the parts take at a time, per thread: enough for a
 /// slow thread (or one that starts late) to leave work to the other.
-const CHUNKS_PER_THREAD: usize = 4;
+const CHUNKS_PER_THREAD: usize = 8;
 
 /// One matrix's rows in chunks ([`chunked`]): the caller's straight into
 /// `out`, a worker's input-major into its buffer, copied out by the
 /// caller.
+#[allow(clippy::too_many_arguments)]
 fn run_one(
     m: &QTensor,
+    gated: Option<(&QTensor, Gate)>,
     xs: &Arc<[f32]>,
     inputs: Arc<[Input]>,
     n: usize,
@@ -147,11 +228,22 @@ fn run_one(
     let span = move |c: usize| (c * per, ((c + 1) * per).min(rows));
     let remote: Remote = {
         let (t, inputs, xs) = (m.clone(), Arc::clone(&inputs), Arc::clone(xs));
+        let up = gated.map(|(u, act)| (u.clone(), act));
         Arc::new(move |c, buf: &mut Vec<f32>| {
             let (r0, r1) = span(c);
             let at = buf.len();
             buf.resize(at + (r1 - r0) * n, 0.0);
-            block(&t, isa, &xs, &inputs, r0, r1, &mut buf[at..], r1 - r0);
+            let gated = up.as_ref().map(|(u, act)| (u, *act));
+            part(
+                &t,
+                gated,
+                isa,
+                &xs,
+                &inputs,
+                r0..r1,
+                &mut buf[at..],
+                r1 - r0,
+            );
         })
     };
     let out = RefCell::new(out);
@@ -165,16 +257,8 @@ fn run_one(
         },
         |c| {
             let (r0, r1) = span(c);
-            block(
-                m,
-                isa,
-                xs,
-                &inputs,
-                r0,
-                r1,
-                &mut out.borrow_mut()[r0..],
-                rows,
-            );
+            let mut out = out.borrow_mut();
+            part(m, gated, isa, xs, &inputs, r0..r1, &mut out[r0..], rows);
         },
         |c, chunk| {
             let (r0, r1) = span(c);
@@ -216,5 +300,38 @@ impl QTensor {
     pub fn matmul_group(mats: &[&QTensor], xs: &[f32], n: usize, outs: &mut [&mut [f32]]) {
         let work: usize = mats.iter().map(|m| m.rows() * m.cols() * n).sum();
         group_with(mats, xs, n, outs, threads_for(work), Isa::active());
+    }
+
+    /// A gated FFN's first half: `gate_out = act(gate·x, up·x)` for each
+    /// of the `n` inputs, with the bits of the two `matmul`s followed by
+    /// `act` over the whole outputs. Each part takes the same rows of
+    /// both matrices and applies `act` to them itself.
+    ///
+    /// # Panics
+    /// When the matrices' shapes differ, or a length does not fit.
+    pub fn matmul_gated(
+        gate: &QTensor,
+        up: &QTensor,
+        xs: &[f32],
+        n: usize,
+        gate_out: &mut [f32],
+        act: Gate,
+    ) {
+        assert_eq!(
+            (gate.rows(), gate.cols()),
+            (up.rows(), up.cols()),
+            "gate and up shapes"
+        );
+        let work = 2 * gate.rows() * gate.cols() * n;
+        gated_with(
+            gate,
+            up,
+            xs,
+            n,
+            gate_out,
+            act,
+            threads_for(work),
+            Isa::active(),
+        );
     }
 }

@@ -40,6 +40,7 @@ mod vecdot;
 mod tests;
 
 pub use kind::{TensorKind, ggml_type_name};
+pub use matmul::Gate;
 pub use parallel::{MAX_THREADS, default_threads};
 pub use simd::Isa;
 pub use tensor::QTensor;

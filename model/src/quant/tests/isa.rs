@@ -204,6 +204,36 @@ fn a_group_of_matmuls_gives_each_matmuls_bits() {
     }
 }
 
+/// An activation for the gated test: anything that mixes both inputs.
+fn mix(g: &mut [f32], u: &[f32]) {
+    for (g, u) in g.iter_mut().zip(u) {
+        *g = *g * 0.5 + *u * *u;
+    }
+}
+
+#[test]
+fn a_gated_matmul_gives_the_two_matmuls_then_the_activation() {
+    // One input family (the parts take both matrices' rows), and two
+    // families (the products one after the other); rows past a chunk.
+    let (cols, n, rows) = (256, 7, 300);
+    for (gk, uk) in [
+        (TensorKind::Q5_0, TensorKind::Q8_0),
+        (TensorKind::Q4_K, TensorKind::Q5_0),
+    ] {
+        let gate = random_tensor(gk, rows, cols, 21, Floats::Unit);
+        let up = random_tensor(uk, rows, cols, 22, Floats::Unit);
+        let xs = noise(n * cols, 23);
+        let mut got = vec![0f32; n * rows];
+        crate::QTensor::matmul_gated(&gate, &up, &xs, n, &mut got, mix);
+        let (mut want, mut u) = (vec![0f32; n * rows], vec![0f32; n * rows]);
+        gate.matmul_with(&xs, n, &mut want, 1, Isa::active());
+        up.matmul_with(&xs, n, &mut u, 1, Isa::active());
+        mix(&mut want, &u);
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&want), "{gk} gated by {uk}");
+    }
+}
+
 #[test]
 fn k_quant_unpacking_matches_scalar() {
     use crate::quant::simd::{k_nibbles, k_nibbles_scalar, q6k_quants, q6k_quants_scalar};
