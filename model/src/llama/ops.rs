@@ -2,6 +2,8 @@
 //! per head), RoPE on adjacent pairs or on halves, SiLU and GELU gating,
 //! softmax, and rounding to fp16 (the precision K, V and q attend in).
 
+pub(crate) use crate::quant::round_f16;
+
 /// `out = x / sqrt(mean(x²) + eps) · weight`.
 pub(crate) fn rms_norm(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
     let ss: f64 = x.iter().map(|v| f64::from(*v) * f64::from(*v)).sum();
@@ -182,21 +184,6 @@ pub(crate) fn softmax(x: &mut [f32]) {
     let inv = 1.0 / sum;
     for v in x.iter_mut() {
         *v *= inv;
-    }
-}
-
-/// Rounds every element to the nearest fp16 value (kept as f32): the KV
-/// cache's precision, the drive's and llama.cpp's by default, applied to
-/// q, k and v before any attention so that prompt and decode positions
-/// attend over the same values. `half` converts with F16C where the CPU
-/// has it.
-pub(crate) fn round_f16(xs: &mut [f32]) {
-    use half::slice::HalfFloatSliceExt;
-    let mut buf = [half::f16::ZERO; 256];
-    for chunk in xs.chunks_mut(buf.len()) {
-        let b = &mut buf[..chunk.len()];
-        b.convert_from_f32_slice(chunk);
-        b.convert_to_f32_slice(chunk);
     }
 }
 

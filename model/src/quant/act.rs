@@ -4,6 +4,7 @@
 //! K-quants). The float formats take the input as it is.
 
 use super::kquant::QK_K;
+use super::simd::Isa;
 use crate::TensorKind;
 
 /// Blocks of 32: i8 quants, the f16-rounded scale, Σq, and the f16-rounded
@@ -72,52 +73,116 @@ impl Input {
     }
 }
 
-fn f16_round(v: f32) -> f32 {
-    half::f16::from_f32(v).to_f32()
-}
-
 /// ggml's `quantize_row_q8_1`: d = max|x|/127, q = round(x/d) (half away
 /// from zero), d and d·Σq stored as f16.
 fn q8_blocks(x: &[f32]) -> Q8Blocks {
     let n = x.len() / 32;
     let mut out = Q8Blocks {
         q: vec![0; n * 32],
-        d: Vec::with_capacity(n),
-        sum: Vec::with_capacity(n),
-        s: Vec::with_capacity(n),
+        d: vec![0.0; n],
+        sum: vec![0; n],
+        s: vec![0.0; n],
     };
-    for (b, q) in x.chunks_exact(32).zip(out.q.chunks_exact_mut(32)) {
-        let amax = abs_max(b);
-        let d = amax / 127.0;
-        let id = if d != 0.0 { 1.0 / d } else { 0.0 };
-        for (q, v) in q.iter_mut().zip(b) {
-            *q = round_half_away(v * id) as i8;
-        }
-        let sum: i32 = q.iter().map(|q| i32::from(*q)).sum();
-        out.d.push(f16_round(d));
-        out.sum.push(sum);
-        out.s.push(f16_round(sum as f32 * d));
-    }
+    super::simd::q8_fill(Isa::active(), x, &mut out);
+    // Both rounded to fp16 a slice at a time (with F16C where the CPU has
+    // it).
+    super::float::round_f16(&mut out.d);
+    super::float::round_f16(&mut out.s);
     out
 }
 
-/// max |v| (0 for none), written so that it vectorizes.
+/// The quants, unrounded scales, sums and d·Σq of every block of `x`
+/// into `out` (sized for them). Inlined into each instruction set's
+/// entry point (`simd::q8_fill`), where the loops vectorize: the same
+/// operations in the same order, so the same bits on each.
+#[inline(always)]
+pub(super) fn q8_fill_body(x: &[f32], out: &mut Q8Blocks) {
+    let blocks = x.chunks_exact(32).zip(out.q.chunks_exact_mut(32)).zip(
+        out.d
+            .iter_mut()
+            .zip(out.sum.iter_mut().zip(out.s.iter_mut())),
+    );
+    for ((b, q), (d_out, (sum_out, s_out))) in blocks {
+        let amax = abs_max(b);
+        let d = amax / 127.0;
+        let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+        // |v·id| ≤ 127, so the quant goes through i32 (a plain truncating
+        // conversion) instead of the saturating f32 → i8 cast.
+        let mut wide = [0i32; 32];
+        for (w, v) in wide.iter_mut().zip(b) {
+            *w = quant_of(v * id);
+        }
+        for (q, w) in q.iter_mut().zip(&wide) {
+            *q = *w as i8;
+        }
+        let sum: i32 = wide.iter().sum();
+        *d_out = d;
+        *sum_out = sum;
+        *s_out = sum as f32 * d;
+    }
+}
+
+/// max |v| (0 for none; NaNs are passed over), on the bits: |v|'s bits
+/// order as |v| does, so the maximum is an integer one, which
+/// vectorizes (a float maximum with NaN rules does not).
+#[inline(always)]
 fn abs_max(b: &[f32]) -> f32 {
-    b.iter()
-        .fold(0f32, |a, v| if v.abs() > a { v.abs() } else { a })
+    let m = b
+        .iter()
+        .map(|v| {
+            let u = v.to_bits() & 0x7FFF_FFFF;
+            if u > f32::INFINITY.to_bits() { 0 } else { u }
+        })
+        .max()
+        .unwrap_or(0);
+    f32::from_bits(m)
+}
+
+/// `round_half_away(y) as i32` for |y| < 2^22 (0 for NaN), without a
+/// float-to-int conversion or a branch: y + ROUND holds the rounded
+/// magnitude in its low mantissa bits.
+#[inline(always)]
+fn quant_of(y: f32) -> i32 {
+    let a = y.abs();
+    let t = a + ROUND;
+    let r = t - ROUND;
+    let mut q = t.to_bits() as i32 - ROUND.to_bits() as i32;
+    // A tie rounded down to even goes up instead (a − r is exact here).
+    q += i32::from(a - r == 0.5);
+    if y.is_nan() {
+        0
+    } else if y.is_sign_negative() {
+        -q
+    } else {
+        q
+    }
 }
 
 /// 1.5·2^23: for |x| < 2^22, (x + ROUND) − ROUND is x rounded to the
 /// nearest integer, ties to even (in the default rounding mode).
 const ROUND: f32 = 12_582_912.0;
 
-/// `x.round_ties_even()` for |x| < 2^22, without a call (`rintf` is not
-/// inlined without SSE4.1), so that loops over it vectorize.
+/// `x.round_ties_even()` for |x| < 2^22 by the same ROUND addition: the
+/// float form [`quant_even_of`] and [`quant_of`] are tested against.
+#[cfg(test)]
 fn round_even(x: f32) -> f32 {
     ((x.abs() + ROUND) - ROUND).copysign(x)
 }
 
-/// `x.round()` (half away from zero) for |x| < 2^22, the same way.
+/// `round_even(y).min(127.0) as i8` as an i32 for |y| < 2^22 (127 for
+/// NaN, as `min` makes it; −128 at most below, as the cast saturates),
+/// the same way as [`quant_of`].
+#[inline(always)]
+fn quant_even_of(y: f32) -> i32 {
+    let t = y.abs() + ROUND;
+    let q = t.to_bits() as i32 - ROUND.to_bits() as i32;
+    let q = if y.is_sign_negative() { -q } else { q };
+    if y.is_nan() { 127 } else { q.clamp(-128, 127) }
+}
+
+/// `x.round()` (half away from zero) for |x| < 2^22, the same way: the
+/// definition [`quant_of`] is tested against.
+#[cfg(test)]
 fn round_half_away(x: f32) -> f32 {
     let a = x.abs();
     let r = round_even(a);
@@ -147,7 +212,7 @@ fn q8_k(x: &[f32]) -> Q8K {
         } else {
             let iscale = -127.0 / max;
             out.q
-                .extend(b.iter().map(|v| round_even(iscale * v).min(127.0) as i8));
+                .extend(b.iter().map(|v| quant_even_of(iscale * v) as i8));
             out.d.push(1.0 / iscale);
         }
         out.bsums.extend(
@@ -186,6 +251,27 @@ impl Input {
 mod tests {
     use super::*;
 
+    /// The bitwise maximum is the float one with NaNs passed over, for
+    /// zeros of both signs, infinities, subnormals and NaNs anywhere.
+    #[test]
+    fn abs_max_on_bits_is_the_float_maximum() {
+        let by_float = |b: &[f32]| {
+            b.iter()
+                .fold(0f32, |a, v| if v.abs() > a { v.abs() } else { a })
+        };
+        let cases: [&[f32]; 6] = [
+            &[],
+            &[-0.0, 0.0],
+            &[1.5, -2.5, f32::NAN, 2.0],
+            &[f32::NAN, -f32::INFINITY, 3.0],
+            &[1e-45, -2e-45, 0.0],
+            &[-7.0, 7.0, -f32::NAN, 6.5],
+        ];
+        for b in cases {
+            assert_eq!(abs_max(b).to_bits(), by_float(b).to_bits(), "{b:?}");
+        }
+    }
+
     #[test]
     fn branch_free_rounding_matches_std() {
         let mut x = -130.0f32;
@@ -204,9 +290,19 @@ mod tests {
                     "{v}"
                 );
                 assert_eq!(round_half_away(v).to_bits(), v.round().to_bits(), "{v}");
+                assert_eq!(quant_of(v), v.round() as i32, "{v}");
+                assert_eq!(
+                    quant_even_of(v),
+                    round_even(v).min(127.0) as i8 as i32,
+                    "{v}"
+                );
             }
             x += 0.25;
         }
+        assert_eq!(quant_of(f32::NAN), 0);
+        assert_eq!(quant_of(-0.0), 0);
+        assert_eq!(quant_even_of(f32::NAN), 127);
+        assert_eq!(quant_even_of(-0.0), 0);
         for v in [
             0.499_999_97f32,
             -0.499_999_97,

@@ -37,6 +37,21 @@ pub(super) fn dequantize_bf16(row: &[u8], out: &mut [f32]) {
     }
 }
 
+/// Rounds every element to the nearest fp16 value (kept as f32): the KV
+/// cache's precision, the drive's and llama.cpp's by default, applied to
+/// q, k and v before any attention so that prompt and decode positions
+/// attend over the same values. `half` converts with F16C where the CPU
+/// has it.
+pub(crate) fn round_f16(xs: &mut [f32]) {
+    use half::slice::HalfFloatSliceExt;
+    let mut buf = [half::f16::ZERO; 256];
+    for chunk in xs.chunks_mut(buf.len()) {
+        let b = &mut buf[..chunk.len()];
+        b.convert_from_f32_slice(chunk);
+        b.convert_to_f32_slice(chunk);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -39,6 +39,7 @@ mod vecdot;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use float::round_f16;
 pub use kind::{TensorKind, ggml_type_name};
 pub use matmul::Gate;
 pub use parallel::{MAX_THREADS, default_threads};

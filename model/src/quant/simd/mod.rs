@@ -299,6 +299,24 @@ pub(super) struct Wide32<'a> {
     pub offset: i32,
 }
 
+/// `act`'s Q8 quantization of `x` (blocks of 32) into `out`, compiled
+/// for `isa` (the same code: the same bits on each).
+pub(super) fn q8_fill(isa: Isa, x: &[f32], out: &mut super::act::Q8Blocks) {
+    let n = x.len() / 32;
+    assert!(
+        out.q.len() >= 32 * n && out.d.len() >= n && out.sum.len() >= n && out.s.len() >= n,
+        "q8_fill: {n} blocks"
+    );
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 | Isa::Avx512Vnni => {
+            // SAFETY: AVX2 detected; the body is safe code.
+            unsafe { x86::q8_fill(x, out) }
+        }
+        _ => super::act::q8_fill_body(x, out),
+    }
+}
+
 /// The 32 quants of each of the first `out.len() / 32` blocks of `r` as
 /// bytes (U4/U5 unpacked, I8 copied).
 pub(super) fn unpack32(isa: Isa, r: Row32<'_>, out: &mut [u8]) {

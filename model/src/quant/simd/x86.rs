@@ -204,6 +204,15 @@ fn row32<const VNNI: bool>(r: Row32<'_>, x: Act32<'_>, acc: &mut [f32; 8]) {
     }
 }
 
+/// `super::q8_fill`: `act`'s safe body compiled for AVX2.
+///
+/// # Safety
+/// AVX2 present.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn q8_fill(x: &[f32], out: &mut crate::quant::act::Q8Blocks) {
+    crate::quant::act::q8_fill_body(x, out);
+}
+
 /// `super::unpack32`.
 ///
 /// # Safety

@@ -235,6 +235,35 @@ fn a_gated_matmul_gives_the_two_matmuls_then_the_activation() {
 }
 
 #[test]
+fn q8_quantization_matches_scalar() {
+    use crate::quant::act::Q8Blocks;
+    // Blocks of noise, a block of zeros, and exact ties (±0.5 steps).
+    let mut x = noise(32 * 40, 31);
+    x.extend([0f32; 32]);
+    x.extend((0..32).map(|i| (i as f32 - 15.5) * 127.0 / 15.5));
+    let n = x.len() / 32;
+    let fill = |isa| {
+        let mut out = Q8Blocks {
+            q: vec![0; 32 * n],
+            d: vec![0.0; n],
+            sum: vec![0; n],
+            s: vec![0.0; n],
+        };
+        simd::q8_fill(isa, &x, &mut out);
+        out
+    };
+    let want = fill(Isa::Scalar);
+    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+    for isa in Isa::available() {
+        let got = fill(isa);
+        assert_eq!(got.q, want.q, "{isa:?}");
+        assert_eq!(bits(&got.d), bits(&want.d), "{isa:?}");
+        assert_eq!(got.sum, want.sum, "{isa:?}");
+        assert_eq!(bits(&got.s), bits(&want.s), "{isa:?}");
+    }
+}
+
+#[test]
 fn k_quant_unpacking_matches_scalar() {
     use crate::quant::simd::{k_nibbles, k_nibbles_scalar, q6k_quants, q6k_quants_scalar};
     for seed in 0..64u64 {
