@@ -110,71 +110,44 @@ impl RowFilter {
         // Runs of kept rows, found a mask word at a time; whole rows of a
         // run are one copy (the token pages of SparF's exact pass keep
         // whole rows, often side by side).
-        let mut runs = KeptRuns::new(self.valid_mask());
-        while let Some((first, count)) = runs.next_run() {
+        let mask = self.valid_mask();
+        let mut first = seek(&mask, 0, true);
+        while first < MAX_FILTER_ROWS {
+            let end = seek(&mask, first, false);
             let start = first * row;
             if keep == row {
-                let len = count * row;
+                let len = (end - first) * row;
                 out[n..n + len].copy_from_slice(&page[start..start + len]);
                 n += len;
             } else {
-                for r in 0..count {
-                    let at = start + r * row;
+                for at in (start..end * row).step_by(row) {
                     out[n..n + keep].copy_from_slice(&page[at..at + keep]);
                     n += keep;
                 }
             }
+            first = seek(&mask, end, true);
         }
         Some(n)
     }
 }
 
-/// The runs of consecutive set bits of a row mask, in row order.
-struct KeptRuns {
-    mask: [u64; MAX_FILTER_ROWS / 64],
-    word: usize,
-}
-
-impl KeptRuns {
-    fn new(mask: [u64; MAX_FILTER_ROWS / 64]) -> Self {
-        Self { mask, word: 0 }
+/// The first row at or after `from` whose bit in `mask` is `set`
+/// ([`MAX_FILTER_ROWS`] when there is none).
+fn seek(mask: &[u64; MAX_FILTER_ROWS / 64], from: usize, set: bool) -> usize {
+    let word = |w: usize| if set { mask[w] } else { !mask[w] };
+    let mut w = from / 64;
+    if w >= mask.len() {
+        return MAX_FILTER_ROWS;
     }
-
-    /// The next run as (first row, rows), clearing it from the mask.
-    fn next_run(&mut self) -> Option<(usize, usize)> {
-        while self.word < self.mask.len() && self.mask[self.word] == 0 {
-            self.word += 1;
+    let mut bits = word(w) & (u64::MAX << (from % 64));
+    while bits == 0 {
+        w += 1;
+        if w == mask.len() {
+            return MAX_FILTER_ROWS;
         }
-        let w = self.word;
-        let bits = *self.mask.get(w)?;
-        let lo = bits.trailing_zeros() as usize;
-        let len = (!(bits >> lo)).trailing_zeros() as usize;
-        let first = w * 64 + lo;
-        let mut count = len;
-        // Clear the run in this word, and follow it into the next words
-        // while it goes on across their boundary.
-        self.mask[w] = if lo + len >= 64 {
-            0
-        } else {
-            bits & !(((1u64 << len) - 1) << lo)
-        };
-        let mut at = w;
-        while lo + count == (at + 1 - w) * 64 && at + 1 < self.mask.len() {
-            at += 1;
-            let next = self.mask[at];
-            let more = (!next).trailing_zeros() as usize;
-            self.mask[at] = if more >= 64 {
-                0
-            } else {
-                next & !((1u64 << more) - 1)
-            };
-            count += more;
-            if more < 64 {
-                break;
-            }
-        }
-        Some((first, count))
+        bits = word(w);
     }
+    w * 64 + bits.trailing_zeros() as usize
 }
 
 /// One flash command.
