@@ -2,10 +2,9 @@
 //!
 //! Every position's query heads attend to the keys up to it (inside the
 //! layer's window, if it has one). Position by position, each would read
-//! its KV head's keys and values again, and Gemma 3's (256 floats a row,
-//! over 500 KiB each at 550 tokens) come from L3 every time. A block of
-//! [`BLOCK`] positions instead takes each tile of keys and values once
-//! for all of its queries. Each query keeps [`attend_one`]'s bits: its
+//! its KV head's keys and values again (Gemma 3's: 256 floats a row, over
+//! 500 KiB each at 550 tokens); a block of [`BLOCK`] positions instead
+//! takes each tile of keys and values once for all of its queries. Each query keeps [`attend_one`]'s bits: its
 //! scores are the same dot products, its softmax runs on its own row, and
 //! its output adds the weighted value rows in key order (the sums go on
 //! across tiles through `out`, so where the tiles start does not matter).

@@ -1,6 +1,7 @@
 //! Dense f32 attention on the host: one query over a run of keys, the
-//! queries of a KV group over the same keys, and `DenseCache`, the host KV cache that implements `Attention` as the
-//! reference for the in-storage one.
+//! queries of a KV group over the same keys, and `DenseCache`, the host
+//! KV cache that implements `Attention` as the reference for the
+//! in-storage one. The prompt's causal attention is `causal`'s.
 
 use super::attention::{Attention, AttentionFailure};
 use super::config::Config;

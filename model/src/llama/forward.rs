@@ -44,10 +44,6 @@ struct RopeAngles {
 }
 
 impl Model {
-    /// One position's q, k, v after the projections of layer `l`: biases
-    /// (qwen2), per-head QK-norm (qwen3, gemma3), then RoPE in the arch's
-    /// pairing (gemma3's windowed layers with their own base), then q scaled
-    /// when the softmax scale is not 1/sqrt(head_dim) (Gemma 3 27B).
     /// The RoPE angles of `positions`, for the global layers and (when
     /// the model has windowed layers) for theirs.
     fn rope_angles(&self, positions: std::ops::Range<usize>) -> RopeAngles {
@@ -59,6 +55,11 @@ impl Model {
         }
     }
 
+    /// One position's q, k, v after the projections of layer `l`: biases
+    /// (qwen2), per-head QK-norm (qwen3, gemma3), then RoPE in the arch's
+    /// pairing with `angles` (gemma3's windowed layers with their own
+    /// base), then q scaled when the softmax scale is not 1/sqrt(head_dim)
+    /// (Gemma 3 27B).
     fn shape_qkv(
         &self,
         l: usize,

@@ -38,37 +38,41 @@ pub(super) enum Input {
 /// Which preparation a kind's rows take: kinds of one family take the
 /// same prepared input, so a group of matrices on one input prepares it
 /// once per family.
-pub(super) fn family(kind: TensorKind) -> u8 {
-    match kind {
-        TensorKind::F32 | TensorKind::F16 | TensorKind::BF16 => 0,
-        TensorKind::Q4_0
-        | TensorKind::Q4_1
-        | TensorKind::Q5_0
-        | TensorKind::Q5_1
-        | TensorKind::Q8_0 => 1,
-        TensorKind::Q2_K
-        | TensorKind::Q3_K
-        | TensorKind::Q4_K
-        | TensorKind::Q5_K
-        | TensorKind::Q6_K => 2,
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Family {
+    /// F32, F16, BF16: the f32 input itself.
+    Float,
+    /// The 32-element formats: Q8 blocks of 32.
+    Blocks,
+    /// The K-quants: Q8_K super-blocks.
+    K,
+}
+
+impl Family {
+    pub(super) fn of(kind: TensorKind) -> Family {
+        match kind {
+            TensorKind::F32 | TensorKind::F16 | TensorKind::BF16 => Family::Float,
+            TensorKind::Q4_0
+            | TensorKind::Q4_1
+            | TensorKind::Q5_0
+            | TensorKind::Q5_1
+            | TensorKind::Q8_0 => Family::Blocks,
+            TensorKind::Q2_K
+            | TensorKind::Q3_K
+            | TensorKind::Q4_K
+            | TensorKind::Q5_K
+            | TensorKind::Q6_K => Family::K,
+        }
     }
 }
 
 impl Input {
     /// `x` (length a whole number of `kind`'s blocks) prepared for `kind`.
     pub(super) fn new(kind: TensorKind, x: &[f32]) -> Input {
-        match kind {
-            TensorKind::F32 | TensorKind::F16 | TensorKind::BF16 => Input::Float,
-            TensorKind::Q4_0
-            | TensorKind::Q4_1
-            | TensorKind::Q5_0
-            | TensorKind::Q5_1
-            | TensorKind::Q8_0 => Input::Blocks(q8_blocks(x)),
-            TensorKind::Q2_K
-            | TensorKind::Q3_K
-            | TensorKind::Q4_K
-            | TensorKind::Q5_K
-            | TensorKind::Q6_K => Input::K(q8_k(x)),
+        match Family::of(kind) {
+            Family::Float => Input::Float,
+            Family::Blocks => Input::Blocks(q8_blocks(x)),
+            Family::K => Input::K(q8_k(x)),
         }
     }
 }

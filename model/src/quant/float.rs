@@ -37,11 +37,11 @@ pub(super) fn dequantize_bf16(row: &[u8], out: &mut [f32]) {
     }
 }
 
-/// Rounds every element to the nearest fp16 value (kept as f32): the KV
-/// cache's precision, the drive's and llama.cpp's by default, applied to
-/// q, k and v before any attention so that prompt and decode positions
-/// attend over the same values. `half` converts with F16C where the CPU
-/// has it.
+/// Rounds every element to the nearest fp16 value (kept as f32), a slice
+/// at a time (`half` converts with F16C where the CPU has it): the block
+/// scales of the Q8 inputs, and q, k and v before any attention (the KV
+/// cache's precision, the drive's and llama.cpp's by default, so that
+/// prompt and decode positions attend over the same values).
 pub(crate) fn round_f16(xs: &mut [f32]) {
     use half::slice::HalfFloatSliceExt;
     let mut buf = [half::f16::ZERO; 256];

@@ -14,7 +14,7 @@ use std::cell::RefCell;
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::act::{Input, Q8K, family};
+use super::act::{Family, Input, Q8K};
 use super::kquant;
 use super::parallel::threads_for;
 use super::pool::{Remote, chunked};
@@ -101,12 +101,12 @@ fn group_with(
     assert_eq!(mats.len(), outs.len(), "one output per matrix");
     // The f32 inputs themselves: only the float kinds read them (the
     // others take the quantized inputs), so only they pay for the copy.
-    let shared: Arc<[f32]> = if mats.iter().any(|m| family(m.kind()) == 0) {
+    let shared: Arc<[f32]> = if mats.iter().any(|m| Family::of(m.kind()) == Family::Float) {
         xs.into()
     } else {
         Arc::from([])
     };
-    let mut prepared: Vec<(u8, Arc<[Input]>)> = Vec::new();
+    let mut prepared: Vec<(Family, Arc<[Input]>)> = Vec::new();
     for (m, out) in mats.iter().zip(outs.iter_mut()) {
         let (rows, cols) = (m.rows(), m.cols());
         assert_eq!(xs.len(), n * cols, "matmul input length");
@@ -115,11 +115,11 @@ fn group_with(
             out.fill(0.0);
             continue;
         }
-        let f = family(m.kind());
+        let f = Family::of(m.kind());
         let inputs = match prepared.iter().find(|(g, _)| *g == f) {
             Some((_, inputs)) => Arc::clone(inputs),
             None => {
-                let inputs: Arc<[Input]> = xs.chunks_exact(cols).map(|x| m.prepare(x)).collect();
+                let inputs = prepare_all(m, xs);
                 prepared.push((f, Arc::clone(&inputs)));
                 inputs
             }
@@ -145,7 +145,8 @@ fn gated_with(
     let (rows, cols) = (gate.rows(), gate.cols());
     assert_eq!(xs.len(), n * cols, "matmul input length");
     assert_eq!(out.len(), n * rows, "matmul output length");
-    if family(gate.kind()) != family(up.kind()) || family(gate.kind()) == 0 {
+    let family = Family::of(gate.kind());
+    if family != Family::of(up.kind()) || family == Family::Float {
         let mut u = vec![0f32; n * rows];
         group_with(&[gate, up], xs, n, &mut [&mut *out, &mut u], threads, isa);
         act(out, &u);
@@ -155,9 +156,22 @@ fn gated_with(
         out.fill(0.0);
         return;
     }
-    let inputs: Arc<[Input]> = xs.chunks_exact(cols).map(|x| gate.prepare(x)).collect();
     let none: Arc<[f32]> = Arc::from([]);
-    run_one(gate, Some((up, act)), &none, inputs, n, out, threads, isa);
+    run_one(
+        gate,
+        Some((up, act)),
+        &none,
+        prepare_all(gate, xs),
+        n,
+        out,
+        threads,
+        isa,
+    );
+}
+
+/// Every input of `xs` (rows of `m.cols()`) prepared for `m`'s kind.
+fn prepare_all(m: &QTensor, xs: &[f32]) -> Arc<[Input]> {
+    xs.chunks_exact(m.cols()).map(|x| m.prepare(x)).collect()
 }
 
 /// A gated FFN's activation, element by element: `gate ← act(gate, up)`

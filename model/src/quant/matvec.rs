@@ -6,6 +6,7 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
+use super::act::Family;
 use super::parallel::threads_for;
 use super::pool::{Remote, chunked};
 use super::simd::Isa;
@@ -38,8 +39,8 @@ impl QTensor {
 
     /// `matvec` of several matrices on the same input (q, k and v; gate
     /// and up) in one dispatch to the pool: the input is quantized once per
-    /// family of kinds (`act::family`), and each matrix's rows are split as `matvec` splits them, so
-    /// every output has `matvec`'s bits.
+    /// family of kinds (`act::Family`), and each matrix's rows are split
+    /// as `matvec` splits them, so every output has `matvec`'s bits.
     ///
     /// # Panics
     /// When the counts differ, or a length does not fit.
@@ -108,8 +109,7 @@ fn group_with(mats: &[&QTensor], x: &[f32], outs: &mut [&mut [f32]], threads: us
     for (i, m) in mats.iter().enumerate() {
         assert_eq!(x.len(), m.cols(), "matvec input length");
         assert_eq!(outs[i].len(), m.rows(), "matvec output length");
-        let same =
-            (0..i).find(|&j| super::act::family(mats[j].kind()) == super::act::family(m.kind()));
+        let same = (0..i).find(|&j| Family::of(mats[j].kind()) == Family::of(m.kind()));
         inputs.push(match same {
             Some(j) => Arc::clone(&inputs[j]),
             None => Arc::new(m.prepare(x)),
