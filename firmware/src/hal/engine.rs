@@ -106,6 +106,15 @@ impl SoftEngine {
     /// board's AVX2 path); the numbers are the same either way.
     #[inline(always)]
     pub fn logits_inline(&mut self, job: LogitJob<'_>) {
+        self.logits_with(job, &PortableDots);
+    }
+
+    /// [`Self::logits_inline`] with the dot products of the common case
+    /// (every partial sum fits i64) taken by `dots`: a board's own kernel
+    /// for its CPU. Integer sums are the same number in any order, so every
+    /// kernel gives the same logits.
+    #[inline(always)]
+    pub fn logits_with<D: FitDots>(&mut self, job: LogitJob<'_>, dots: &D) {
         let w = job.width;
         if w == 0 {
             return;
@@ -117,26 +126,11 @@ impl SoftEngine {
             let q = &job.queries[h * w..(h + 1) * w];
             let at = h * job.out_stride + job.out_offset;
             let out = &mut job.out[at..at + n];
-            if !model::sums_fit_i64(q) {
+            if model::sums_fit_i64(q) {
+                dots.logits(q, rows, out, scale);
+            } else {
                 for (o, row) in out.iter_mut().zip(rows.chunks_exact(w)) {
                     *o = model::scale_dot(model::dot_fx(q, row.iter().copied()), scale);
-                }
-                continue;
-            }
-            // No partial sum leaves i64: plain sums, unrolled for the
-            // widths the engine sees (SparF's dims, head dims).
-            match w {
-                8 => logits_fixed::<8>(q, rows, out, scale),
-                16 => logits_fixed::<16>(q, rows, out, scale),
-                32 => logits_fixed::<32>(q, rows, out, scale),
-                64 => logits_fixed::<64>(q, rows, out, scale),
-                128 => logits_fixed::<128>(q, rows, out, scale),
-                256 => logits_fixed::<256>(q, rows, out, scale),
-                _ => {
-                    for (o, row) in out.iter_mut().zip(rows.chunks_exact(w)) {
-                        let d = model::dot_fx_i64(q, row.iter().copied());
-                        *o = model::scale_dot(i128::from(d), scale);
-                    }
                 }
             }
         }
@@ -185,6 +179,39 @@ fn to_fx<'b>(buf: &'b mut Vec<i32>, rows: &[u16]) -> &'b [i32] {
         *x = model::fx(b);
     }
     buf
+}
+
+/// The logits of one query against Fx rows when no partial sum can leave
+/// i64 ([`model::sums_fit_i64`]): `out[j] = scale_dot(q · rows[j], scale)`
+/// for every row of `q.len()` elements.
+pub trait FitDots {
+    /// Fills `out` (one logit per row).
+    fn logits(&self, q: &[i32], rows: &[i32], out: &mut [i32], scale: u32);
+}
+
+/// [`FitDots`] in portable code, unrolled for the widths the engine sees
+/// (SparF's dims, head dims).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PortableDots;
+
+impl FitDots for PortableDots {
+    #[inline(always)]
+    fn logits(&self, q: &[i32], rows: &[i32], out: &mut [i32], scale: u32) {
+        match q.len() {
+            8 => logits_fixed::<8>(q, rows, out, scale),
+            16 => logits_fixed::<16>(q, rows, out, scale),
+            32 => logits_fixed::<32>(q, rows, out, scale),
+            64 => logits_fixed::<64>(q, rows, out, scale),
+            128 => logits_fixed::<128>(q, rows, out, scale),
+            256 => logits_fixed::<256>(q, rows, out, scale),
+            w => {
+                for (o, row) in out.iter_mut().zip(rows.chunks_exact(w)) {
+                    let d = model::dot_fx_i64(q, row.iter().copied());
+                    *o = model::scale_dot(i128::from(d), scale);
+                }
+            }
+        }
+    }
 }
 
 /// Logits of Fx rows of a width known at compile time (the sums fit i64).

@@ -17,7 +17,7 @@ mod nand;
 mod parts;
 
 pub use clock::{Clock, TimeBreakdown};
-pub use engine::{Engine, EngineWork, LogitJob, SoftEngine, WeightedSumJob};
+pub use engine::{Engine, EngineWork, FitDots, LogitJob, PortableDots, SoftEngine, WeightedSumJob};
 pub use host::{HostInterface, Submission};
 pub use nand::{
     FILTER_BEAT_BYTES, MAX_FILTER_ROWS, Nand, NandCmd, NandDone, NandStatus, RowFilter,

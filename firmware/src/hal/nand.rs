@@ -104,30 +104,37 @@ impl RowFilter {
         if !self.fits(page.len()) || out.len() < self.kept_bytes() {
             return None;
         }
+        let mut n = 0;
+        self.spans(|start, len| {
+            out[n..n + len].copy_from_slice(&page[start..start + len]);
+            n += len;
+        });
+        Some(n)
+    }
+
+    /// Calls `f(start, len)` for each span of bytes the filter keeps, in
+    /// page order: a run of whole kept rows is one span (the token pages of
+    /// SparF's exact pass keep whole rows, often side by side), a row cut
+    /// short by `keep_bytes` is one span each. The caller checks
+    /// [`Self::fits`].
+    pub fn spans(&self, mut f: impl FnMut(usize, usize)) {
         let row = usize::from(self.row_bytes);
         let keep = usize::from(self.keep_bytes);
-        let mut n = 0;
-        // Runs of kept rows, found a mask word at a time; whole rows of a
-        // run are one copy (the token pages of SparF's exact pass keep
-        // whole rows, often side by side).
+        // Runs of kept rows, found a mask word at a time.
         let mask = self.valid_mask();
         let mut first = seek(&mask, 0, true);
         while first < MAX_FILTER_ROWS {
             let end = seek(&mask, first, false);
             let start = first * row;
             if keep == row {
-                let len = (end - first) * row;
-                out[n..n + len].copy_from_slice(&page[start..start + len]);
-                n += len;
+                f(start, (end - first) * row);
             } else {
                 for at in (start..end * row).step_by(row) {
-                    out[n..n + keep].copy_from_slice(&page[at..at + keep]);
-                    n += keep;
+                    f(at, keep);
                 }
             }
             first = seek(&mask, end, true);
         }
-        Some(n)
     }
 }
 

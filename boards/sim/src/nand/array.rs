@@ -9,17 +9,24 @@
 //! choice: a factory-fresh device).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use firmware::hal::NandStatus;
 use ftl::{BlockAddr, Geometry, Ppa};
 
 use crate::error::NandError;
 
+/// A page as [`NandArray::read_shared`] hands it out (`None`: erased) and
+/// how the read ends.
+pub type SharedRead<'a> = (Option<&'a Arc<[u8]>>, NandStatus);
+
 /// Pages and blocks of the flash.
 #[derive(Debug)]
 pub struct NandArray {
     geometry: Geometry,
-    pages: HashMap<Ppa, Box<[u8]>>,
+    /// Shared so that a read in flight keeps the page it read although a
+    /// later erase of its block drops it here.
+    pages: HashMap<Ppa, Arc<[u8]>>,
     /// Lowest programmable page of each block (absent = 0, erased).
     next_page: HashMap<BlockAddr, u32>,
     bad: HashSet<BlockAddr>,
@@ -68,13 +75,20 @@ impl NandArray {
     /// The stored page (`None`: never programmed since the last erase,
     /// reads as 0xFF) and how the read ends.
     pub fn read(&self, ppa: Ppa) -> Result<(Option<&[u8]>, NandStatus), NandError> {
+        let (page, status) = self.read_shared(ppa)?;
+        Ok((page.map(|p| &p[..]), status))
+    }
+
+    /// [`Self::read`] with the page as a shared handle, which stays valid
+    /// whatever happens to the array afterwards.
+    pub fn read_shared(&self, ppa: Ppa) -> Result<SharedRead<'_>, NandError> {
         self.check_page(ppa)?;
         let status = if self.bad.contains(&ppa.block()) || self.uncorrectable.contains(&ppa) {
             NandStatus::Uncorrectable
         } else {
             NandStatus::Ok
         };
-        Ok((self.pages.get(&ppa).map(|p| &p[..]), status))
+        Ok((self.pages.get(&ppa), status))
     }
 
     /// Programs `data` at `ppa`; a bad block fails the program (the page is

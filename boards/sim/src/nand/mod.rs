@@ -25,6 +25,7 @@ pub mod sweep;
 pub mod timing;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use firmware::hal::{NandCmd, NandDone, NandStatus, RowFilter};
 use ftl::Geometry;
@@ -67,7 +68,33 @@ pub struct NandCounters {
 struct Outstanding {
     die: usize,
     done: NandDone,
-    data: Vec<u8>,
+    data: Data,
+}
+
+/// What a command hands back when it completes.
+#[derive(Debug)]
+enum Data {
+    /// Nothing (programs, erases, failed reads).
+    None,
+    /// A read's kept bytes: `filter` over the page at `ppa` as it was
+    /// read. The copy waits for the completion (the kept lines are
+    /// prefetched at submit, so they have arrived by then); an erase of the
+    /// block in between first takes the page into `taken`, as the die reads
+    /// before it erases.
+    Read {
+        ppa: ftl::Ppa,
+        filter: RowFilter,
+        taken: Option<Taken>,
+    },
+}
+
+/// A page an erase took away from under a read in flight.
+#[derive(Debug)]
+enum Taken {
+    /// It held data.
+    Data(Arc<[u8]>),
+    /// It was erased already.
+    Erased,
 }
 
 /// The NAND flash controllers with their dies.
@@ -77,9 +104,6 @@ pub struct NandSim {
     timer: NandTimer,
     /// By submission number.
     outstanding: BTreeMap<u64, Outstanding>,
-    /// Buffers of reads already handed back, for the next reads' kept
-    /// bytes (a read then allocates nothing).
-    spare: Vec<Vec<u8>>,
     per_die: Vec<usize>,
     seq: u64,
     counters: NandCounters,
@@ -98,7 +122,6 @@ impl NandSim {
             array: NandArray::new(geometry, bad_blocks),
             timer: NandTimer::new(timing, ch, ways),
             outstanding: BTreeMap::new(),
-            spare: Vec::new(),
             per_die: vec![0; ch * ways],
             seq: 0,
             counters: NandCounters {
@@ -128,7 +151,6 @@ impl NandSim {
     /// the array keeps what was written.
     pub fn restore_power(&mut self) {
         self.outstanding.clear();
-        self.spare.clear();
         self.timer.reset();
         self.per_die.iter_mut().for_each(|d| *d = 0);
         self.cut_after = None;
@@ -168,23 +190,34 @@ impl NandSim {
         let page_size = self.array.geometry().page_size as usize;
         let (work, status, data) = match cmd {
             NandCmd::Read { ppa, filter } => {
-                let (mut status, mut data) = self.read_filtered(ppa, &filter, page_size)?;
+                if !filter.fits(page_size) {
+                    return Err(nb::Error::Other(NandError::BadFilter(page_size)));
+                }
+                let (page, mut status) = self.array.read_shared(ppa)?;
+                if let (Some(p), NandStatus::Ok) = (page, status) {
+                    filter.spans(|start, len| crate::simd::prefetch(&p[start..start + len]));
+                }
                 if status == NandStatus::Ok && self.faults.roll(self.faults.cfg.read_ppm) {
                     self.faults.counters.reads += 1;
                     status = NandStatus::Uncorrectable;
                 }
-                let work = Work::Read {
-                    kept_bytes: data.len(),
-                };
+                let kept = filter.kept_bytes();
+                let work = Work::Read { kept_bytes: kept };
                 self.counters.pages_read += 1;
                 self.counters.reads_per_channel[ch] += 1;
                 self.counters.reads_per_die[die] += 1;
-                self.counters.bus_bytes += data.len() as u64;
-                if status != NandStatus::Ok {
+                self.counters.bus_bytes += kept as u64;
+                let data = if status == NandStatus::Ok {
+                    Data::Read {
+                        ppa,
+                        filter,
+                        taken: None,
+                    }
+                } else {
                     // The bus moved the bytes, but they must not be used.
                     self.counters.uncorrectable_reads += 1;
-                    data.clear();
-                }
+                    Data::None
+                };
                 (work, status, data)
             }
             NandCmd::Program { ppa, data } => {
@@ -198,16 +231,17 @@ impl NandSim {
                 let work = Work::Program {
                     page_bytes: data.len(),
                 };
-                (work, status, Vec::new())
+                (work, status, Data::None)
             }
             NandCmd::Erase { block } => {
                 if self.faults.roll(self.faults.cfg.erase_ppm) {
                     self.faults.counters.erases += 1;
                     self.array.inject_worn_block(block);
                 }
+                self.take_pages_read_in(block);
                 let status = self.array.erase(block)?;
                 self.counters.blocks_erased += 1;
-                (Work::Erase, status, Vec::new())
+                (Work::Erase, status, Data::None)
             }
         };
         // A slow channel stretches every stage of its operations.
@@ -223,7 +257,10 @@ impl NandSim {
         let done = NandDone {
             tag,
             status,
-            bytes: data.len(),
+            bytes: match &data {
+                Data::None => 0,
+                Data::Read { filter, .. } => filter.kept_bytes(),
+            },
         };
         self.outstanding
             .insert(self.seq, Outstanding { die, done, data });
@@ -248,7 +285,7 @@ impl NandSim {
             self.timer.take_done();
             return Err(nb::Error::WouldBlock);
         };
-        let needed = op.data.len();
+        let needed = op.done.bytes;
         if out.len() < needed {
             return Err(nb::Error::Other(NandError::BufferTooSmall {
                 needed,
@@ -259,12 +296,46 @@ impl NandSim {
         let Some(op) = self.outstanding.remove(&seq) else {
             return Err(nb::Error::WouldBlock);
         };
-        out[..needed].copy_from_slice(&op.data);
+        if let Data::Read { ppa, filter, taken } = &op.data {
+            let page_size = self.array.geometry().page_size as usize;
+            let page = match taken {
+                None => self.array.read_shared(*ppa)?.0.map(|p| &p[..]),
+                Some(Taken::Data(p)) => Some(&p[..]),
+                Some(Taken::Erased) => None,
+            };
+            let erased;
+            let page = match page {
+                Some(p) => p,
+                None => {
+                    erased = vec![0xFF; page_size];
+                    &erased[..]
+                }
+            };
+            filter
+                .apply(page, &mut out[..needed])
+                .ok_or(NandError::BadFilter(page_size))?;
+        }
         self.per_die[op.die] -= 1;
-        let mut spare = op.data;
-        spare.clear();
-        self.spare.push(spare);
         Ok((op.done, finish))
+    }
+
+    /// Before `block` is erased: every read in flight of one of its pages
+    /// takes the page as it is now.
+    fn take_pages_read_in(&mut self, block: ftl::BlockAddr) {
+        for op in self.outstanding.values_mut() {
+            if let Data::Read {
+                ppa,
+                taken: taken @ None,
+                ..
+            } = &mut op.data
+                && ppa.block() == block
+            {
+                *taken = Some(match self.array.read_shared(*ppa) {
+                    Ok((Some(p), _)) => Taken::Data(p.clone()),
+                    _ => Taken::Erased,
+                });
+            }
+        }
     }
 
     /// Commands submitted and not yet polled.
@@ -294,33 +365,6 @@ impl NandSim {
     /// The timing parameters.
     pub fn timing(&self) -> &NandTiming {
         self.timer.timing()
-    }
-
-    /// Reads `ppa` through `filter`: its status and the kept bytes.
-    fn read_filtered(
-        &mut self,
-        ppa: ftl::Ppa,
-        filter: &RowFilter,
-        page_size: usize,
-    ) -> Result<(NandStatus, Vec<u8>), NandError> {
-        if !filter.fits(page_size) {
-            return Err(NandError::BadFilter(page_size));
-        }
-        let (stored, status) = self.array.read(ppa)?;
-        let erased;
-        let page = match stored {
-            Some(p) => p,
-            None => {
-                erased = vec![0xFF; page_size];
-                &erased[..]
-            }
-        };
-        let mut kept = self.spare.pop().unwrap_or_default();
-        kept.resize(filter.kept_bytes(), 0);
-        filter
-            .apply(page, &mut kept)
-            .ok_or(NandError::BadFilter(page_size))?;
-        Ok((status, kept))
     }
 }
 

@@ -488,3 +488,48 @@ fn a_slow_channel_stretches_its_commands() {
     assert_eq!(poll(&mut n).1, 3 * one);
     assert_eq!(n.counters().array_busy_ns, 4 * t.t_read_ns);
 }
+
+/// A read queued before an erase of its block hands back the data the
+/// page held (the die reads before it erases), although the erase is
+/// submitted, and takes effect on the array, before the read completes;
+/// a read queued after the erase sees an erased page.
+#[test]
+fn a_read_in_flight_keeps_its_page_through_an_erase() {
+    let mut n = sim();
+    let data: Vec<u8> = (0..PAGE).map(|i| (i % 251) as u8).collect();
+    let at = ppa(1, 2, 3, 0);
+    n.submit(
+        0,
+        1,
+        NandCmd::Program {
+            ppa: at,
+            data: &data,
+        },
+    )
+    .unwrap();
+    assert_eq!(poll(&mut n).0.status, NandStatus::Ok);
+    let read = |n: &mut NandSim, tag| {
+        n.submit(
+            0,
+            tag,
+            NandCmd::Read {
+                ppa: at,
+                filter: whole_page(),
+            },
+        )
+        .unwrap()
+    };
+    read(&mut n, 2);
+    n.submit(0, 3, NandCmd::Erase { block: at.block() })
+        .unwrap();
+    read(&mut n, 4);
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        let (done, _, out) = poll(&mut n);
+        got.push((done.tag, done.status, out));
+    }
+    got.sort_by_key(|g| g.0);
+    assert_eq!(got[0], (2, NandStatus::Ok, data));
+    assert_eq!((got[1].0, got[1].1), (3, NandStatus::Ok));
+    assert_eq!(got[2], (4, NandStatus::Ok, vec![0xFF; PAGE]));
+}
