@@ -8,8 +8,9 @@
 //! Never-programmed pages read as 0xFF. Every block starts erased (model
 //! choice: a factory-fresh device).
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use firmware::hal::NandStatus;
 use ftl::{BlockAddr, Geometry, Ppa};
@@ -26,14 +27,16 @@ pub struct NandArray {
     geometry: Geometry,
     /// Shared so that a read in flight keeps the page it read although a
     /// later erase of its block drops it here.
-    pages: HashMap<Ppa, Arc<[u8]>>,
+    /// Hashed with Fx, not SipHash: every page read looks its page up
+    /// here, and the addresses come from the firmware, not from outside.
+    pages: FxHashMap<Ppa, Arc<[u8]>>,
     /// Lowest programmable page of each block (absent = 0, erased).
-    next_page: HashMap<BlockAddr, u32>,
-    bad: HashSet<BlockAddr>,
+    next_page: FxHashMap<BlockAddr, u32>,
+    bad: FxHashSet<BlockAddr>,
     /// Grown bad blocks: programs and erases fail, pages already written
     /// still read back (the firmware must move them out).
-    worn: HashSet<BlockAddr>,
-    uncorrectable: HashSet<Ppa>,
+    worn: FxHashSet<BlockAddr>,
+    uncorrectable: FxHashSet<Ppa>,
 }
 
 impl NandArray {
@@ -41,11 +44,11 @@ impl NandArray {
     pub fn new(geometry: Geometry, bad: &[BlockAddr]) -> Self {
         Self {
             geometry,
-            pages: HashMap::new(),
-            next_page: HashMap::new(),
+            pages: FxHashMap::default(),
+            next_page: FxHashMap::default(),
             bad: bad.iter().copied().collect(),
-            worn: HashSet::new(),
-            uncorrectable: HashSet::new(),
+            worn: FxHashSet::default(),
+            uncorrectable: FxHashSet::default(),
         }
     }
 

@@ -24,8 +24,9 @@ pub mod schedule;
 pub mod sweep;
 pub mod timing;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
 
 use firmware::hal::{NandCmd, NandDone, NandStatus, RowFilter};
 use ftl::Geometry;
@@ -103,7 +104,7 @@ pub struct NandSim {
     array: NandArray,
     timer: NandTimer,
     /// By submission number.
-    outstanding: BTreeMap<u64, Outstanding>,
+    outstanding: FxHashMap<u64, Outstanding>,
     per_die: Vec<usize>,
     seq: u64,
     counters: NandCounters,
@@ -121,7 +122,7 @@ impl NandSim {
         Self {
             array: NandArray::new(geometry, bad_blocks),
             timer: NandTimer::new(timing, ch, ways),
-            outstanding: BTreeMap::new(),
+            outstanding: FxHashMap::default(),
             per_die: vec![0; ch * ways],
             seq: 0,
             counters: NandCounters {
