@@ -77,6 +77,11 @@ impl<T: Copy> ReadQueue<T> {
         Ok(())
     }
 
+    /// Whether reads wait for a controller that has no room for them.
+    pub fn waiting(&self) -> bool {
+        self.waiting > 0
+    }
+
     /// Hands every waiting read its controller takes to the controller.
     pub fn pump<B: Nand>(&mut self, board: &mut B) -> Result<(), Status> {
         if self.waiting == 0 {
@@ -115,17 +120,48 @@ impl<T: Copy> ReadQueue<T> {
         buf: &mut [u8],
         counters: &mut Counters,
     ) -> Result<Option<Arrival<T>>, Status> {
+        self.take(board, buf, counters, true)
+    }
+
+    /// A read that has finished already ([`Nand::poll_done`]), its bytes
+    /// in `buf`; `None` when none has: the firmware goes on with its own
+    /// work instead of waiting.
+    pub fn ready<B: Nand>(
+        &mut self,
+        board: &mut B,
+        buf: &mut [u8],
+        counters: &mut Counters,
+    ) -> Result<Option<Arrival<T>>, Status> {
+        self.take(board, buf, counters, false)
+    }
+
+    fn take<B: Nand>(
+        &mut self,
+        board: &mut B,
+        buf: &mut [u8],
+        counters: &mut Counters,
+        wait: bool,
+    ) -> Result<Option<Arrival<T>>, Status> {
         loop {
             self.pump(board)?;
             if board.in_flight() == 0 {
-                return if self.waiting == 0 {
+                return if self.waiting == 0 || !wait {
                     Ok(None)
                 } else {
                     // Waiting reads that no controller takes.
                     Err(Status::INTERNAL_ERROR)
                 };
             }
-            let done = nb::block!(board.poll(buf)).map_err(|_| Status::INTERNAL_ERROR)?;
+            let polled = if wait {
+                nb::block!(board.poll(buf)).map_err(|_| ())
+            } else {
+                match board.poll_done(buf) {
+                    Ok(done) => Ok(done),
+                    Err(nb::Error::WouldBlock) => return Ok(None),
+                    Err(nb::Error::Other(_)) => Err(()),
+                }
+            };
+            let done = polled.map_err(|_| Status::INTERNAL_ERROR)?;
             let i = done.tag as usize;
             let slot = self.slots.get_mut(i).ok_or(Status::INTERNAL_ERROR)?;
             if done.status == NandStatus::Ok {

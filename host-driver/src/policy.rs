@@ -261,7 +261,7 @@ pub struct PagesSetting {
 
 impl PagesSetting {
     /// The sketch score's default shortlist (multiples of the page budget).
-    pub const SHORTLIST: u8 = 2;
+    pub const SHORTLIST: u8 = 5;
     /// Whether half the default shortlist is taken by Quest's bound.
     pub const SHORTLIST_BOUND: bool = true;
 

@@ -190,6 +190,12 @@ impl Nand for SimBoard {
         Ok(done)
     }
 
+    fn poll_done(&mut self, out: &mut [u8]) -> nb::Result<NandDone, NandError> {
+        let (done, finish) = self.nand.poll_done(self.clock.now_ns(), out)?;
+        self.clock.advance_to(finish);
+        Ok(done)
+    }
+
     fn in_flight(&self) -> usize {
         self.nand.in_flight()
     }

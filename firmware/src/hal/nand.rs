@@ -216,6 +216,14 @@ pub trait Nand {
     /// Next completion; a read's kept bytes are copied into `out` (which
     /// must hold a page). `WouldBlock` when nothing is outstanding.
     fn poll(&mut self, out: &mut [u8]) -> nb::Result<NandDone, Self::NandError>;
+    /// A completion that has already happened, without waiting for one:
+    /// `WouldBlock` when none has (the firmware has other work to do
+    /// first). Boards whose `poll` never waits use it as it is; a board
+    /// in virtual time, whose `poll` moves its clock to the next
+    /// completion, hands back only those due by its clock.
+    fn poll_done(&mut self, out: &mut [u8]) -> nb::Result<NandDone, Self::NandError> {
+        self.poll(out)
+    }
     /// Commands submitted and not yet polled.
     fn in_flight(&self) -> usize;
 }

@@ -65,6 +65,10 @@ impl<H, N: Nand, E, C> Nand for Parts<H, N, E, C> {
         self.nand.poll(out)
     }
 
+    fn poll_done(&mut self, out: &mut [u8]) -> nb::Result<NandDone, N::NandError> {
+        self.nand.poll_done(out)
+    }
+
     fn in_flight(&self) -> usize {
         self.nand.in_flight()
     }

@@ -339,6 +339,20 @@ impl NandSim {
         }
     }
 
+    /// [`Self::poll`] for a command finished by `now` only: `WouldBlock`
+    /// when none is. Runs the schedule's events before `now` and none
+    /// after, so commands submitted from `now` on compete as before.
+    pub fn poll_done(
+        &mut self,
+        now: u64,
+        out: &mut [u8],
+    ) -> nb::Result<(NandDone, u64), NandError> {
+        if self.outstanding.is_empty() || !self.timer.done_by(now) {
+            return Err(nb::Error::WouldBlock);
+        }
+        self.poll(out)
+    }
+
     /// Commands submitted and not yet polled.
     pub fn in_flight(&self) -> usize {
         self.outstanding.len()

@@ -308,6 +308,20 @@ impl NandTimer {
         }
     }
 
+    /// Whether a command has finished by `now`: runs the events before
+    /// `now` (none at or after it, so a command submitted at `now` still
+    /// competes for every later grant) and looks at the earliest known
+    /// completion. Every completion due by `now` is known then: it comes
+    /// from an event before it. [`Self::next_done`] then returns it.
+    pub fn done_by(&mut self, now: u64) -> bool {
+        while let Some((t, e)) = self.next_event()
+            && t < now
+        {
+            self.run(t, e);
+        }
+        self.done.peek().is_some_and(|&Reverse((t, _))| t <= now)
+    }
+
     /// Takes the completion [`Self::next_done`] returned.
     pub fn take_done(&mut self) {
         self.done.pop();

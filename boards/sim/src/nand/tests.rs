@@ -533,3 +533,94 @@ fn a_read_in_flight_keeps_its_page_through_an_erase() {
     assert_eq!((got[1].0, got[1].1), (3, NandStatus::Ok));
     assert_eq!(got[2], (4, NandStatus::Ok, vec![0xFF; PAGE]));
 }
+
+/// `poll_done` hands back only what has finished by the clock it is
+/// given, and asking changes nothing: reads submitted after a `poll_done`
+/// that found nothing finish exactly when they do without the question.
+#[test]
+fn poll_done_takes_only_finished_reads_and_decides_nothing_early() {
+    let data = vec![7u8; PAGE];
+    // Two pages on dies of one channel, so their transfers share a bus.
+    let at = [ppa(2, 0, 1, 0), ppa(2, 1, 1, 0)];
+    let read = |n: &mut NandSim, now, tag, p| {
+        n.submit(
+            now,
+            tag,
+            NandCmd::Read {
+                ppa: p,
+                filter: whole_page(),
+            },
+        )
+        .unwrap()
+    };
+    let run = |ask: bool| {
+        let mut n = sim();
+        for (i, &p) in at.iter().enumerate() {
+            n.submit(
+                0,
+                10 + i as u32,
+                NandCmd::Program {
+                    ppa: p,
+                    data: &data,
+                },
+            )
+            .unwrap();
+        }
+        let mut t0 = 0;
+        for _ in 0..2 {
+            t0 = t0.max(poll(&mut n).1);
+        }
+        read(&mut n, t0, 1, at[0]);
+        let mut buf = vec![0u8; PAGE];
+        let later = t0 + 1_000;
+        if ask {
+            // Nothing has finished 1 µs after the read went out.
+            assert!(matches!(
+                n.poll_done(later, &mut buf),
+                Err(nb::Error::WouldBlock)
+            ));
+        }
+        read(&mut n, later, 2, at[1]);
+        let (d1, f1, _) = poll(&mut n);
+        let (d2, f2, _) = poll(&mut n);
+        (d1.tag, f1, d2.tag, f2)
+    };
+    assert_eq!(run(true), run(false));
+    // And a finished read is handed back by `poll_done` at its time.
+    let mut n = sim();
+    n.submit(
+        0,
+        1,
+        NandCmd::Program {
+            ppa: at[0],
+            data: &data,
+        },
+    )
+    .unwrap();
+    let (_, t0, _) = poll(&mut n);
+    read(&mut n, t0, 2, at[0]);
+    let mut probe = sim();
+    probe
+        .submit(
+            0,
+            1,
+            NandCmd::Program {
+                ppa: at[0],
+                data: &data,
+            },
+        )
+        .unwrap();
+    let (_, p0, _) = poll(&mut probe);
+    read(&mut probe, p0, 2, at[0]);
+    let (_, finish, _) = poll(&mut probe);
+    let mut buf = vec![0u8; PAGE];
+    assert!(matches!(
+        n.poll_done(finish - 1, &mut buf),
+        Err(nb::Error::WouldBlock)
+    ));
+    let (done, t) = n.poll_done(finish, &mut buf).unwrap();
+    assert_eq!(
+        (done.tag, t, &buf[..], n.in_flight()),
+        (2, finish, &data[..], 0)
+    );
+}
