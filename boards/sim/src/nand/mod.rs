@@ -79,9 +79,9 @@ enum Data {
     None,
     /// A read's kept bytes: `filter` over the page at `ppa` as it was
     /// read. The copy waits for the completion (the kept lines are
-    /// prefetched at submit, so they have arrived by then); an erase of the
-    /// block in between first takes the page into `taken`, as the die reads
-    /// before it erases.
+    /// prefetched at submit, so they have arrived by then); a program of
+    /// the page or an erase of its block in between first takes the page
+    /// into `taken`, as the die reads before it programs or erases.
     Read {
         ppa: ftl::Ppa,
         filter: RowFilter,
@@ -222,6 +222,7 @@ impl NandSim {
                 (work, status, data)
             }
             NandCmd::Program { ppa, data } => {
+                self.take_pages_read(|p| p == ppa);
                 if self.faults.roll(self.faults.cfg.program_ppm) {
                     self.faults.counters.programs += 1;
                     self.array.inject_worn_block(ppa.block());
@@ -239,7 +240,7 @@ impl NandSim {
                     self.faults.counters.erases += 1;
                     self.array.inject_worn_block(block);
                 }
-                self.take_pages_read_in(block);
+                self.take_pages_read(|p| p.block() == block);
                 let status = self.array.erase(block)?;
                 self.counters.blocks_erased += 1;
                 (Work::Erase, status, Data::None)
@@ -320,16 +321,17 @@ impl NandSim {
         Ok((op.done, finish))
     }
 
-    /// Before `block` is erased: every read in flight of one of its pages
-    /// takes the page as it is now.
-    fn take_pages_read_in(&mut self, block: ftl::BlockAddr) {
+    /// Before a program or an erase changes the pages `hit` names: every
+    /// read in flight of one of them takes the page as it is now (the die
+    /// reads before it programs or erases).
+    fn take_pages_read(&mut self, hit: impl Fn(ftl::Ppa) -> bool) {
         for op in self.outstanding.values_mut() {
             if let Data::Read {
                 ppa,
                 taken: taken @ None,
                 ..
             } = &mut op.data
-                && ppa.block() == block
+                && hit(*ppa)
             {
                 *taken = Some(match self.array.read_shared(*ppa) {
                     Ok((Some(p), _)) => Taken::Data(p.clone()),

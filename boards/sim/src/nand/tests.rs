@@ -616,3 +616,37 @@ fn poll_done_takes_only_finished_reads_and_decides_nothing_early() {
         (2, finish, &data[..], 0)
     );
 }
+
+/// A read of an erased page queued before a program of that page hands
+/// back 0xFF, not the data programmed after it.
+#[test]
+fn a_read_in_flight_of_an_erased_page_misses_a_later_program() {
+    let mut n = sim();
+    let at = ppa(3, 1, 2, 0);
+    n.submit(
+        0,
+        1,
+        NandCmd::Read {
+            ppa: at,
+            filter: whole_page(),
+        },
+    )
+    .unwrap();
+    let data = vec![0x5Au8; PAGE];
+    n.submit(
+        0,
+        2,
+        NandCmd::Program {
+            ppa: at,
+            data: &data,
+        },
+    )
+    .unwrap();
+    let mut got = [poll(&mut n), poll(&mut n)];
+    got.sort_by_key(|g| g.0.tag);
+    assert_eq!(
+        (got[0].0.status, &got[0].2[..]),
+        (NandStatus::Ok, &[0xFFu8; PAGE][..])
+    );
+    assert_eq!(got[1].0.status, NandStatus::Ok);
+}
