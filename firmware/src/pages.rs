@@ -178,17 +178,24 @@ impl PageIndex {
         let first = !self.cur_rows;
         let (lo, hi) = self.cur.split_at_mut(d);
         let (lo_fx, hi_fx) = self.cur_fx.split_at_mut(d);
-        for (i, (&b, sk)) in k.iter().zip(self.sum_k.iter_mut()).enumerate() {
-            let x = model::fx(b);
-            if first || x < lo_fx[i] {
-                lo[i] = b;
-                lo_fx[i] = x;
+        if first {
+            for (i, (&b, sk)) in k.iter().zip(self.sum_k.iter_mut()).enumerate() {
+                let x = model::fx(b);
+                (lo[i], lo_fx[i], hi[i], hi_fx[i]) = (b, x, b, x);
+                *sk += i64::from(x);
             }
-            if first || x > hi_fx[i] {
-                hi[i] = b;
-                hi_fx[i] = x;
+        } else {
+            // Selects, not branches: the keys' order is random.
+            for (i, (&b, sk)) in k.iter().zip(self.sum_k.iter_mut()).enumerate() {
+                let x = model::fx(b);
+                let below = x < lo_fx[i];
+                lo[i] = if below { b } else { lo[i] };
+                lo_fx[i] = if below { x } else { lo_fx[i] };
+                let above = x > hi_fx[i];
+                hi[i] = if above { b } else { hi[i] };
+                hi_fx[i] = if above { x } else { hi_fx[i] };
+                *sk += i64::from(x);
             }
-            *sk += i64::from(x);
         }
         for (sv, &b) in self.sum_v.iter_mut().zip(v) {
             *sv += i64::from(model::fx(b));
