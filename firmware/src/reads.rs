@@ -152,16 +152,15 @@ impl<T: Copy> ReadQueue<T> {
                     Err(Status::INTERNAL_ERROR)
                 };
             }
-            let polled = if wait {
-                nb::block!(board.poll(buf)).map_err(|_| ())
-            } else {
-                match board.poll_done(buf) {
-                    Ok(done) => Ok(done),
-                    Err(nb::Error::WouldBlock) => return Ok(None),
-                    Err(nb::Error::Other(_)) => Err(()),
-                }
+            let polled = match wait {
+                true => nb::block!(board.poll(buf)).map_err(nb::Error::Other),
+                false => board.poll_done(buf),
             };
-            let done = polled.map_err(|_| Status::INTERNAL_ERROR)?;
+            let done = match polled {
+                Ok(done) => done,
+                Err(nb::Error::WouldBlock) => return Ok(None),
+                Err(nb::Error::Other(_)) => return Err(Status::INTERNAL_ERROR),
+            };
             let i = done.tag as usize;
             let slot = self.slots.get_mut(i).ok_or(Status::INTERNAL_ERROR)?;
             if done.status == NandStatus::Ok {

@@ -25,10 +25,10 @@ pub type SharedRead<'a> = (Option<&'a Arc<[u8]>>, NandStatus);
 #[derive(Debug)]
 pub struct NandArray {
     geometry: Geometry,
-    /// Shared so that a read in flight keeps the page it read although a
-    /// later erase of its block drops it here.
-    /// Hashed with Fx, not SipHash: every page read looks its page up
-    /// here, and the addresses come from the firmware, not from outside.
+    /// Shared, so that a read in flight can keep the page it read, without
+    /// a copy, when a later erase of its block drops it here. Hashed with
+    /// Fx, not SipHash: every page read looks its page up here, and the
+    /// addresses come from the firmware, not from outside.
     pages: FxHashMap<Ppa, Arc<[u8]>>,
     /// Lowest programmable page of each block (absent = 0, erased).
     next_page: FxHashMap<BlockAddr, u32>,
