@@ -15,6 +15,10 @@ pub(super) struct Q8Blocks {
     pub d: Vec<f32>,
     pub sum: Vec<i32>,
     pub s: Vec<f32>,
+    /// `q` in lane order by blocks of 32, zero-padded to whole groups of
+    /// 8 blocks (`simd::lane_order32`); empty unless the prefill's kernels
+    /// asked for it ([`Input::lane_ordered`]).
+    pub lanes: Vec<i8>,
 }
 
 /// Super-blocks of 256: i8 quants, the f32 scale, Σq per 16 (ggml's
@@ -24,6 +28,9 @@ pub(super) struct Q8K {
     pub q: Vec<i8>,
     pub d: Vec<f32>,
     pub bsums: Vec<i16>,
+    /// `q` in lane order by groups of 16 (each super-block two tiles:
+    /// groups 0–7, then 8–15); empty unless asked for.
+    pub lanes: Vec<i8>,
 }
 
 /// An input prepared for one tensor kind.
@@ -75,6 +82,26 @@ impl Input {
             Family::K => Input::K(q8_k(x)),
         }
     }
+
+    /// This input with its quants also in the lane order the prefill's
+    /// kernels on `isa` take (unchanged where they take none).
+    pub(super) fn lane_ordered(mut self, isa: Isa) -> Input {
+        if !isa.lane_order() {
+            return self;
+        }
+        match &mut self {
+            Input::Float => {}
+            Input::Blocks(b) => {
+                b.lanes = vec![0; b.q.len().div_ceil(256) * 256];
+                super::simd::lane_order32(&b.q, b.d.len(), &mut b.lanes);
+            }
+            Input::K(k) => {
+                k.lanes = vec![0; k.q.len()];
+                super::simd::lane_order(&k.q, 16, &mut k.lanes);
+            }
+        }
+        self
+    }
 }
 
 /// ggml's `quantize_row_q8_1`: d = max|x|/127, q = round(x/d) (half away
@@ -86,6 +113,7 @@ fn q8_blocks(x: &[f32]) -> Q8Blocks {
         d: vec![0.0; n],
         sum: vec![0; n],
         s: vec![0.0; n],
+        lanes: Vec::new(),
     };
     super::simd::q8_fill(Isa::active(), x, &mut out);
     // Both rounded to fp16 a slice at a time (with F16C where the CPU has
@@ -204,6 +232,7 @@ fn q8_k(x: &[f32]) -> Q8K {
         q: Vec::with_capacity(n * QK_K),
         d: Vec::with_capacity(n),
         bsums: Vec::with_capacity(n * 16),
+        lanes: Vec::new(),
     };
     for b in x.chunks_exact(QK_K) {
         // The first element of largest magnitude.

@@ -10,7 +10,9 @@
 //! d·dx·(first) − dmin·dx·(second) in f32.
 
 use super::act::Q8K;
-use super::simd::{Isa, KBlockInts, KRowInts, Q8KView, kblock, kblocks_inputs};
+use super::simd::{
+    Isa, KBlockInts, KRowInts, KRowLanes, Q8KView, kblock, kblocks_inputs, kdots_inputs, lane_order,
+};
 use super::vecdot::Lanes;
 
 /// Elements per super-block (ggml's `QK_K`).
@@ -95,64 +97,85 @@ pub(super) fn dequantize<B: KBlock>(row: &[u8], out: &mut [f32]) {
     }
 }
 
-/// A row's super-blocks unpacked once, for the prefill's many inputs:
-/// every block's quants, scales and minima per 16, `d` and `dmin`, each
-/// kind of value contiguous.
-pub(super) struct KRow {
+/// Rows' super-blocks unpacked once for the prefill's many inputs (a
+/// matmul part's rows): every block's quants, scales and minima per 16,
+/// `d` and `dmin`, each kind of value contiguous. Reused from part to
+/// part.
+#[derive(Default)]
+pub(super) struct KRows {
     q: Vec<u8>,
     sc16: Vec<i16>,
     m16: Vec<i16>,
     d: Vec<f32>,
     dmin: Vec<f32>,
+    /// Super-blocks per row.
+    nb: usize,
     offset: i32,
     has_min: bool,
+    /// Whether `q` is in lane order by groups of 16 (`simd::lane_order`).
+    lanes: bool,
 }
 
-/// Unpacks every super-block of `row`.
-pub(super) fn unpack_row<B: KBlock>(row: &[u8]) -> KRow {
-    let nb = row.len() / B::BYTES;
-    let mut k = KRow {
-        q: Vec::with_capacity(nb * QK_K),
-        sc16: Vec::with_capacity(nb * 16),
-        m16: Vec::with_capacity(nb * 16),
-        d: Vec::with_capacity(nb),
-        dmin: Vec::with_capacity(nb),
-        offset: B::OFFSET,
-        has_min: B::HAS_MIN,
-    };
+/// Unpacks every super-block of `rows` (whole rows of `row_bytes`) into
+/// `k`, the quants in lane order when `lanes`.
+pub(super) fn unpack_rows<B: KBlock>(lanes: bool, rows: &[u8], row_bytes: usize, k: &mut KRows) {
+    k.nb = row_bytes / B::BYTES;
+    (k.offset, k.has_min, k.lanes) = (B::OFFSET, B::HAS_MIN, lanes);
+    k.q.clear();
+    k.sc16.clear();
+    k.m16.clear();
+    k.d.clear();
+    k.dmin.clear();
     let mut u = Unpacked::new();
-    for blk in row.chunks_exact(B::BYTES) {
+    let mut ordered = [0u8; QK_K];
+    for blk in rows.chunks_exact(B::BYTES) {
         B::unpack(blk, &mut u);
         u.expand(B::GROUP);
-        k.q.extend_from_slice(&u.q);
+        if lanes {
+            lane_order(&u.q, 16, &mut ordered);
+            k.q.extend_from_slice(&ordered);
+        } else {
+            k.q.extend_from_slice(&u.q);
+        }
         k.sc16.extend_from_slice(&u.sc16);
         k.m16.extend_from_slice(&u.m16);
         k.d.push(u.d);
         k.dmin.push(u.dmin);
     }
-    k
 }
 
-/// `out[i] = dot(row, xs[i])` (the same bits) on a row unpacked by
-/// `unpack_row`: the integers of every block and input in one call
-/// (`simd::kblocks_inputs`), then `add_block`'s f32 steps in its order.
-pub(super) fn dot_unpacked_inputs(isa: Isa, k: &KRow, xs: &[&Q8K], out: &mut [f32]) {
-    let nb = k.d.len();
-    let views: Vec<Q8KView<'_>> = xs
-        .iter()
-        .map(|x| Q8KView {
-            q: &x.q,
-            bsums: &x.bsums,
-        })
-        .collect();
-    let mut ints = vec![0i32; 2 * nb * xs.len()];
+/// `out[j] = dot(row i of k, xs[j])` (the same bits): in lane order,
+/// `simd::kdots_inputs`; otherwise the integers of every block and input
+/// in one call (`simd::kblocks_inputs`), then `add_block`'s f32 steps in
+/// its order. `xs` are in lane order exactly when `k` is.
+pub(super) fn dot_unpacked_inputs(
+    isa: Isa,
+    k: &KRows,
+    i: usize,
+    xs: &[Q8KView<'_>],
+    out: &mut [f32],
+) {
+    let nb = k.nb;
+    let blocks = nb * i..nb * (i + 1);
     let w = KRowInts {
-        q: &k.q,
-        sc: &k.sc16,
-        m: &k.m16,
+        q: &k.q[QK_K * blocks.start..QK_K * blocks.end],
+        sc: &k.sc16[16 * blocks.start..16 * blocks.end],
+        m: &k.m16[16 * blocks.start..16 * blocks.end],
         offset: k.offset,
     };
-    kblocks_inputs(isa, w, &views, &mut ints);
+    let (d, dmin) = (&k.d[blocks.clone()], &k.dmin[blocks]);
+    if k.lanes {
+        let row = KRowLanes {
+            ints: w,
+            d,
+            dmin,
+            has_min: k.has_min,
+        };
+        kdots_inputs(isa, row, xs, out);
+        return;
+    }
+    let mut ints = vec![0i32; 2 * nb * xs.len()];
+    kblocks_inputs(isa, w, xs, &mut ints);
     // `add_sums`'s steps for eight inputs side by side: each input's lane
     // takes the same operations in the same order as `Lanes` would, but
     // the loops over the inputs vectorize.
@@ -168,7 +191,7 @@ pub(super) fn dot_unpacked_inputs(isa: Isa, k: &KRow, xs: &[&Q8K], out: &mut [f3
                 isum[j] = ints[at] as f32;
                 imin[j] = ints[at + 1] as f32;
             }
-            let (d, dmin) = (k.d[b], k.dmin[b]);
+            let (d, dmin) = (d[b], dmin[b]);
             let lane = &mut lanes[b % 8];
             for j in 0..J {
                 lane[j] += (d * dx[j]) * isum[j];
@@ -183,6 +206,18 @@ pub(super) fn dot_unpacked_inputs(isa: Isa, k: &KRow, xs: &[&Q8K], out: &mut [f3
             *o = crate::quant::simd::lane_sum(&std::array::from_fn(|i| lanes[i][j]));
         }
     }
+}
+
+/// The kernels' views of inputs quantized to Q8_K: in lane order when
+/// `lanes` (each must have it), in block order otherwise.
+pub(super) fn views<'a>(xs: &[&'a Q8K], lanes: bool) -> Vec<Q8KView<'a>> {
+    xs.iter()
+        .map(|x| Q8KView {
+            q: if lanes { &x.lanes } else { &x.q },
+            bsums: &x.bsums,
+            d: &x.d,
+        })
+        .collect()
 }
 
 /// Super-block b's share of the dot product, into `lanes`: the integers

@@ -1,11 +1,13 @@
 //! `QTensor::matmul`: Y = X·Wᵀ for n inputs at once (the prefill path).
 //!
 //! Every input is quantized once (once per family of kinds for a group of
-//! matrices on the same inputs: q, k and v; gate and up). Each part of
-//! the work (run by the caller or the kernel pool) owns a range of weight
-//! rows; it walks the inputs in chunks small enough to stay in L2 and, for
-//! each row (kept in L1), takes the dot product with every input of the
-//! chunk. A part turns its results to input-major order itself, a tile of
+//! matrices on the same inputs: q, k and v; gate and up), its quants also
+//! in the lane order the x86 kernels take (`simd::lane_order`). Each part
+//! of the work (run by the caller or the kernel pool) owns a range of
+//! weight rows and unpacks them once (quants as bytes, in lane order on
+//! x86); it walks the inputs in chunks small enough to stay in L2 and, for
+//! each row, takes the dot product with every input of the chunk. A part
+//! turns its results to input-major order itself, a tile of
 //! rows at a time, so that what the caller does alone is contiguous
 //! copies. A row's result depends only on that row and input, so the
 //! number of parts does not change the bits.
@@ -29,11 +31,16 @@ const INPUT_CHUNK_BYTES: usize = 128 * 1024;
 /// results per input.
 const TILE_ROWS: usize = 16;
 
+thread_local! {
+    /// The rows of the part a thread is on, unpacked once for all inputs.
+    static ROWS: RefCell<(vecdot::WideRows, kquant::KRows)> = RefCell::default();
+}
+
 /// Rows `r0..r1` of `t` against every input, into `out` input-major:
-/// input i's result for row r at `out[i·stride + r − r0]`. The inputs
-/// go in chunks that stay in L2; each row (in L1) is unpacked once per
-/// chunk and taken against every input of it, into a tile of
-/// [`TILE_ROWS`] rows that is then written out input by input.
+/// input i's result for row r at `out[i·stride + r − r0]`. The rows are
+/// unpacked once; the inputs go in chunks that stay in L2, and each row
+/// is taken against every input of a chunk into a tile of [`TILE_ROWS`]
+/// rows that is then written out input by input.
 #[allow(clippy::too_many_arguments)]
 fn block(
     t: &QTensor,
@@ -48,8 +55,7 @@ fn block(
     let (n, cols) = (inputs.len(), t.cols());
     let chunk_n = (INPUT_CHUNK_BYTES / cols.max(1)).clamp(1, n.max(1));
     let mut tile = vec![0f32; TILE_ROWS * chunk_n];
-    let mut buf = vecdot::WideBuf::default();
-    let acts = vecdot::acts32(inputs);
+    let acts = vecdot::acts32(isa, inputs);
     let kinputs: Option<Vec<&Q8K>> = inputs
         .iter()
         .map(|i| match i {
@@ -57,35 +63,49 @@ fn block(
             _ => None,
         })
         .collect();
-    for i0 in (0..n).step_by(chunk_n) {
-        let i1 = (i0 + chunk_n).min(n);
-        let m = i1 - i0;
-        for t0 in (r0..r1).step_by(TILE_ROWS) {
-            let t1 = (t0 + TILE_ROWS).min(r1);
-            for r in t0..t1 {
-                let dst = &mut tile[(r - t0) * m..(r - t0 + 1) * m];
-                if let Some(acts) = &acts
-                    && t.dot_row_inputs(isa, r, &acts[i0..i1], &mut buf, dst)
-                {
-                    continue;
-                }
-                match (t.unpack_k(r), &kinputs) {
-                    (Some(k), Some(xq)) => kquant::dot_unpacked_inputs(isa, &k, &xq[i0..i1], dst),
-                    _ => {
-                        for (i, o) in (i0..i1).zip(dst) {
-                            *o = t.dot_row(isa, r, &xs[i * cols..(i + 1) * cols], &inputs[i]);
+    // The K-quant rows go in lane order when every input has it.
+    let klanes = isa.lane_order()
+        && kinputs
+            .as_ref()
+            .is_some_and(|k| k.iter().all(|x| x.lanes.len() == x.q.len()));
+    let kviews = kinputs.as_ref().map(|k| kquant::views(k, klanes));
+    ROWS.with(|rows| {
+        let (wide, krows) = &mut *rows.borrow_mut();
+        let bytes = t.rows_bytes(r0, r1);
+        let wide =
+            (acts.is_some() && wide.unpack(isa, t.kind(), bytes, t.row_bytes())).then_some(&*wide);
+        let krows = (wide.is_none() && kviews.is_some() && t.unpack_k(klanes, r0, r1, krows))
+            .then_some(&*krows);
+        for i0 in (0..n).step_by(chunk_n) {
+            let i1 = (i0 + chunk_n).min(n);
+            let m = i1 - i0;
+            for t0 in (r0..r1).step_by(TILE_ROWS) {
+                let t1 = (t0 + TILE_ROWS).min(r1);
+                for r in t0..t1 {
+                    let dst = &mut tile[(r - t0) * m..(r - t0 + 1) * m];
+                    match (wide, &acts, krows, &kviews) {
+                        (Some(w), Some(acts), _, _) => {
+                            w.dot_inputs(isa, r - r0, &acts[i0..i1], dst)
+                        }
+                        (_, _, Some(k), Some(views)) => {
+                            kquant::dot_unpacked_inputs(isa, k, r - r0, &views[i0..i1], dst)
+                        }
+                        _ => {
+                            for (i, o) in (i0..i1).zip(dst) {
+                                *o = t.dot_row(isa, r, &xs[i * cols..(i + 1) * cols], &inputs[i]);
+                            }
                         }
                     }
                 }
-            }
-            for i in 0..m {
-                let at = (i0 + i) * stride + t0 - r0;
-                for (k, o) in out[at..at + (t1 - t0)].iter_mut().enumerate() {
-                    *o = tile[k * m + i];
+                for i in 0..m {
+                    let at = (i0 + i) * stride + t0 - r0;
+                    for (k, o) in out[at..at + (t1 - t0)].iter_mut().enumerate() {
+                        *o = tile[k * m + i];
+                    }
                 }
             }
         }
-    }
+    });
 }
 
 /// Each of `mats` on the inputs `xs` (`n` rows), into `outs`, with the
@@ -119,7 +139,7 @@ fn group_with(
         let inputs = match prepared.iter().find(|(g, _)| *g == f) {
             Some((_, inputs)) => Arc::clone(inputs),
             None => {
-                let inputs = prepare_all(m, xs);
+                let inputs = prepare_all(m, xs, isa);
                 prepared.push((f, Arc::clone(&inputs)));
                 inputs
             }
@@ -161,7 +181,7 @@ fn gated_with(
         gate,
         Some((up, act)),
         &none,
-        prepare_all(gate, xs),
+        prepare_all(gate, xs, isa),
         n,
         out,
         threads,
@@ -169,9 +189,12 @@ fn gated_with(
     );
 }
 
-/// Every input of `xs` (rows of `m.cols()`) prepared for `m`'s kind.
-fn prepare_all(m: &QTensor, xs: &[f32]) -> Arc<[Input]> {
-    xs.chunks_exact(m.cols()).map(|x| m.prepare(x)).collect()
+/// Every input of `xs` (rows of `m.cols()`) prepared for `m`'s kind,
+/// its quants also in the lane order of `isa`'s prefill kernels.
+fn prepare_all(m: &QTensor, xs: &[f32], isa: Isa) -> Arc<[Input]> {
+    xs.chunks_exact(m.cols())
+        .map(|x| m.prepare(x).lane_ordered(isa))
+        .collect()
 }
 
 /// A gated FFN's activation, element by element: `gate ← act(gate, up)`

@@ -8,7 +8,7 @@ use super::q3_k::Q3K;
 use super::q4_k::Q4K;
 use super::q5_k::Q5K;
 use super::q6_k::Q6K;
-use super::simd::{Act32, Isa};
+use super::simd::Isa;
 use super::vecdot;
 use super::{float, q4_0, q4_1, q5_0, q5_1, q8_0};
 use crate::{ModelError, TensorKind};
@@ -178,31 +178,36 @@ impl QTensor {
         vecdot::dot_rows(isa, self.kind, rows, self.row_bytes, x, input, out);
     }
 
-    /// `out[i] = row r · xs[i]` for a 32-element kind, the row
-    /// unpacked once into `buf` (false, nothing written, for the others).
-    pub(super) fn dot_row_inputs(
-        &self,
-        isa: Isa,
-        r: usize,
-        xs: &[Act32<'_>],
-        buf: &mut vecdot::WideBuf,
-        out: &mut [f32],
-    ) -> bool {
-        vecdot::dot_row_inputs(isa, self.kind, self.row(r), xs, buf, out)
+    /// Bytes of one encoded row.
+    pub(super) fn row_bytes(&self) -> usize {
+        self.row_bytes
     }
 
-    /// Row `r` of a K-quant kind unpacked for many inputs (`None` for
+    /// Rows `r0..r1`, encoded.
+    pub(super) fn rows_bytes(&self, r0: usize, r1: usize) -> &[u8] {
+        &self.data[r0 * self.row_bytes..r1 * self.row_bytes]
+    }
+
+    /// Rows `r0..r1` of a K-quant kind unpacked into `into` for many
+    /// inputs, in lane order when `lanes` (false, nothing written, for
     /// the other kinds).
-    pub(super) fn unpack_k(&self, r: usize) -> Option<kquant::KRow> {
-        let row = self.row(r);
-        Some(match self.kind {
-            TensorKind::Q2_K => kquant::unpack_row::<Q2K>(row),
-            TensorKind::Q3_K => kquant::unpack_row::<Q3K>(row),
-            TensorKind::Q4_K => kquant::unpack_row::<Q4K>(row),
-            TensorKind::Q5_K => kquant::unpack_row::<Q5K>(row),
-            TensorKind::Q6_K => kquant::unpack_row::<Q6K>(row),
-            _ => return None,
-        })
+    pub(super) fn unpack_k(
+        &self,
+        lanes: bool,
+        r0: usize,
+        r1: usize,
+        into: &mut kquant::KRows,
+    ) -> bool {
+        let (rows, rb) = (self.rows_bytes(r0, r1), self.row_bytes);
+        match self.kind {
+            TensorKind::Q2_K => kquant::unpack_rows::<Q2K>(lanes, rows, rb, into),
+            TensorKind::Q3_K => kquant::unpack_rows::<Q3K>(lanes, rows, rb, into),
+            TensorKind::Q4_K => kquant::unpack_rows::<Q4K>(lanes, rows, rb, into),
+            TensorKind::Q5_K => kquant::unpack_rows::<Q5K>(lanes, rows, rb, into),
+            TensorKind::Q6_K => kquant::unpack_rows::<Q6K>(lanes, rows, rb, into),
+            _ => return false,
+        }
+        true
     }
 
     /// Dot product of row `r` with `x` (prepared as `input`), on the

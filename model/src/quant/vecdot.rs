@@ -13,7 +13,7 @@ use super::q5_k::Q5K;
 use super::q6_k::Q6K;
 use super::simd::{
     Act32, Blocks, Isa, Quants32, Row32, Wide32, dot_f32, dot_row32, dot_rows32, dot_wide32_inputs,
-    lane_sum, unpack32,
+    lane_order32, lane_sum, unpack32,
 };
 use crate::TensorKind;
 
@@ -116,72 +116,100 @@ impl Format32 {
     }
 }
 
-/// A buffer a row of a 32-element format is unpacked into for many
-/// inputs ([`Wide32`]), reused from row to row.
+/// Rows of a 32-element format unpacked once for many inputs (the
+/// prefill's part of a matmul): each row's quants as bytes (in the lane
+/// order of the kernels on `isa` where they take one), its scales (and
+/// minimums) as f32, zero-padded to whole groups of 8 blocks. Reused
+/// from part to part.
 #[derive(Default)]
-pub(super) struct WideBuf {
+pub(super) struct WideRows {
     q: Vec<u8>,
+    /// One row's quants in block order, before `lane_order`.
+    plain: Vec<u8>,
     d: Vec<f32>,
     m: Vec<f32>,
+    /// Blocks per row, padded.
+    padded: usize,
+    format: Option<Format32>,
 }
 
-impl WideBuf {
-    /// `row` (of format `f`) unpacked: quants as bytes, scales (and
-    /// minimums) as f32, zero-padded to whole groups of 8 blocks.
-    fn unpack(&mut self, isa: Isa, f: Format32, row: &[u8]) -> Wide32<'_> {
-        let nb = row.len() / f.stride;
+impl WideRows {
+    /// Unpacks `rows` (whole rows of `row_bytes`) of `kind` for `isa`'s
+    /// kernels; false, and nothing kept, for the other kinds.
+    pub(super) fn unpack(
+        &mut self,
+        isa: Isa,
+        kind: TensorKind,
+        rows: &[u8],
+        row_bytes: usize,
+    ) -> bool {
+        let Some(f) = format32(kind) else {
+            self.format = None;
+            return false;
+        };
+        let nb = row_bytes / f.stride;
         let padded = nb.div_ceil(8) * 8;
+        let n = rows.len() / row_bytes.max(1);
+        (self.format, self.padded) = (Some(f), padded);
         self.q.clear();
-        self.q.resize(32 * padded, 0);
-        unpack32(isa, f.on(row), &mut self.q[..32 * nb]);
+        self.q.resize(32 * padded * n, 0);
         self.d.clear();
-        self.d.resize(padded, 0.0);
+        self.d.resize(padded * n, 0.0);
         self.m.clear();
-        self.m.resize(if f.min { padded } else { 0 }, 0.0);
-        for (b, blk) in row.chunks_exact(f.stride).enumerate() {
-            self.d[b] = f16_at(blk[0], blk[1]);
-            if f.min {
-                self.m[b] = f16_at(blk[2], blk[3]);
+        self.m.resize(if f.min { padded * n } else { 0 }, 0.0);
+        for (i, row) in rows.chunks_exact(row_bytes.max(1)).enumerate() {
+            let q = &mut self.q[32 * padded * i..32 * padded * (i + 1)];
+            if isa.lane_order() {
+                self.plain.clear();
+                self.plain.resize(32 * nb, 0);
+                unpack32(isa, f.on(row), &mut self.plain);
+                lane_order32(&self.plain, nb, q);
+            } else {
+                unpack32(isa, f.on(row), &mut q[..32 * nb]);
+            }
+            for (b, blk) in row.chunks_exact(f.stride).enumerate() {
+                self.d[padded * i + b] = f16_at(blk[0], blk[1]);
+                if f.min {
+                    self.m[padded * i + b] = f16_at(blk[2], blk[3]);
+                }
             }
         }
-        Wide32 {
-            q: &self.q,
-            d: &self.d,
-            m: f.min.then_some(&self.m[..]),
+        true
+    }
+
+    /// `out[j] = row i · xs[j]` with `dot_row`'s bits, for the `i`-th
+    /// row unpacked (nothing written when none is).
+    pub(super) fn dot_inputs(&self, isa: Isa, i: usize, xs: &[Act32<'_>], out: &mut [f32]) {
+        let Some(f) = self.format else {
+            return;
+        };
+        let p = self.padded;
+        let w = Wide32 {
+            q: &self.q[32 * p * i..32 * p * (i + 1)],
+            d: &self.d[p * i..p * (i + 1)],
+            m: f.min.then(|| &self.m[p * i..p * (i + 1)]),
             signed: f.quants == Quants32::I8,
             offset: f.offset,
-        }
+        };
+        dot_wide32_inputs(isa, w, xs, out);
     }
 }
 
-/// Inputs quantized in blocks of 32, as the kernels take them (`None`
-/// when any is not).
-pub(super) fn acts32(inputs: &[Input]) -> Option<Vec<Act32<'_>>> {
+/// Inputs quantized in blocks of 32, as the prefill's kernels on `isa`
+/// take them (`None` when any is not, or lacks the lane order `isa`
+/// takes).
+pub(super) fn acts32(isa: Isa, inputs: &[Input]) -> Option<Vec<Act32<'_>>> {
     inputs
         .iter()
         .map(|i| match i {
-            Input::Blocks(q) => Some(act32(q)),
+            Input::Blocks(q) if !isa.lane_order() => Some(act32(q)),
+            Input::Blocks(q) if !q.lanes.is_empty() => Some(Act32 {
+                q: &q.lanes,
+                ..act32(q)
+            }),
             _ => None,
         })
         .collect()
-}
-
-/// `out[i] = row · xs[i]` for a row of a 32-element format (false, and
-/// nothing written, for the other kinds): the row is unpacked once into
-/// `buf`; each result has `dot_row`'s bits.
-pub(super) fn dot_row_inputs(
-    isa: Isa,
-    kind: TensorKind,
-    row: &[u8],
-    xs: &[Act32<'_>],
-    buf: &mut WideBuf,
-    out: &mut [f32],
-) -> bool {
-    let Some(f) = format32(kind) else {
-        return false;
-    };
-    dot_wide32_inputs(isa, buf.unpack(isa, f, row), xs, out);
-    true
 }
 
 /// The kernels' view of an input quantized in blocks of 32.

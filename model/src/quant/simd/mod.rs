@@ -7,8 +7,14 @@
 //! in a fixed lane order with a multiply then an add (never a fused
 //! multiply-add), so each SIMD path gives exactly the scalar path's bits;
 //! the tests check that on every instruction set this machine has. The
-//! float arithmetic that combines the integer sums with the block scales is
-//! safe code shared by all paths (`vecdot`).
+//! float arithmetic that combines the integer sums with the block scales
+//! follows one order (`vecdot::Lanes`: block b into lane b mod 8), which
+//! the prefill's kernels take eight blocks at a time in vector lanes.
+//! On x86 those kernels take the quants in *lane order* ([`lane_order`]):
+//! each 32 bytes hold four quants of each of eight blocks, so a
+//! multiply-add per 32 bytes leaves each block's integer sum in its own
+//! lane, with no horizontal reduction per block (an integer sum is the
+//! same in any order, so the bits are the scalar path's).
 //!
 //! Each `unsafe` block only loads from slices whose length was checked (by
 //! slicing) just before, and calls functions compiled for features that
@@ -83,6 +89,14 @@ impl Isa {
                 Err(_) => best,
             }
         })
+    }
+
+    /// Whether the prefill's kernels on this set take quants in lane
+    /// order ([`lane_order`]): each 32 bytes then hold four of each of
+    /// eight blocks (or groups), so one multiply-add per 32 bytes leaves
+    /// every block's sum in its own lane with no horizontal reduction.
+    pub(super) fn lane_order(self) -> bool {
+        matches!(self, Isa::Avx2 | Isa::Avx512Vnni)
     }
 
     /// Lower-case name (as `INSTINFER_ISA` takes it).
@@ -284,10 +298,74 @@ pub(super) fn dot_rows32(
     }
 }
 
+/// `src` reordered in tiles of eight segments of `seg` bytes (a multiple
+/// of 4): `dst[t + 32·j + 4·l + k] = src[t + seg·l + 4·j + k]`, so that
+/// the j-th 32 bytes of a tile hold bytes 4j..4j + 4 of each segment,
+/// segment l in lane l. `dst` is whole tiles; what `src` lacks of them
+/// is zero.
+pub(super) fn lane_order<T: Copy + Default>(src: &[T], seg: usize, dst: &mut [T]) {
+    let tile = 8 * seg;
+    assert!(
+        seg.is_multiple_of(4) && seg > 0 && dst.len().is_multiple_of(tile),
+        "whole tiles"
+    );
+    for (t, out) in dst.chunks_exact_mut(tile).enumerate() {
+        let from = src.get(t * tile..).unwrap_or_default();
+        if from.len() >= tile {
+            for (l, segment) in from[..tile].chunks_exact(seg).enumerate() {
+                for (j, four) in segment.chunks_exact(4).enumerate() {
+                    out[32 * j + 4 * l..][..4].copy_from_slice(four);
+                }
+            }
+        } else {
+            for (w, o) in out.chunks_exact_mut(4).enumerate() {
+                let at = seg * (w % 8) + 4 * (w / 8);
+                for (k, v) in o.iter_mut().enumerate() {
+                    *v = from.get(at + k).copied().unwrap_or_default();
+                }
+            }
+        }
+    }
+}
+
+/// The quants of `nb` blocks of 32 (`src`, 32 bytes each) in the
+/// prefill's lane order: whole groups of 8 blocks as [`lane_order`]; a
+/// last group of at most 4 blocks in half a tile, each 32 bytes then
+/// holding 8 bytes of each of its blocks (bytes 8j..8j + 4 of block l in
+/// lane l, 8j + 4..8j + 8 in lane 4 + l), so that it costs half a group
+/// (a row of 640 columns is 2½ groups). `dst` is 32 bytes per block
+/// padded to whole groups; what is not written is zero.
+pub(super) fn lane_order32<T: Copy + Default>(src: &[T], nb: usize, dst: &mut [T]) {
+    let tail = nb % 8;
+    let whole = if (1..=4).contains(&tail) {
+        nb - tail
+    } else {
+        nb.div_ceil(8) * 8
+    };
+    let src = &src[..32 * nb];
+    lane_order(
+        &src[..src.len().min(32 * whole)],
+        32,
+        &mut dst[..32 * whole],
+    );
+    let (from, to) = (&src[src.len().min(32 * whole)..], &mut dst[32 * whole..]);
+    to.fill(T::default());
+    if whole < nb {
+        for (l, block) in from.chunks_exact(32).enumerate() {
+            for (j, eight) in block.chunks_exact(8).enumerate() {
+                to[32 * j + 4 * l..][..4].copy_from_slice(&eight[..4]);
+                to[32 * j + 16 + 4 * l..][..4].copy_from_slice(&eight[4..]);
+            }
+        }
+    }
+}
+
 /// A row of a 32-element format unpacked once for many inputs (the
 /// prefill): 32 quant bytes per block (unsigned below 64 for U4/U5, or
-/// Q8_0's signed bytes), each block's scale `d` and, with a minimum, `m`
-/// as f32, all zero-padded to a whole number of groups of 8 blocks.
+/// Q8_0's signed bytes; in [`lane_order`] by blocks of 32 on the sets
+/// that take it, the inputs' quants too), each block's scale `d` and,
+/// with a minimum, `m` as f32, all zero-padded to a whole number of
+/// groups of 8 blocks.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Wide32<'a> {
     pub q: &'a [u8],
@@ -359,8 +437,13 @@ pub(super) fn dot_wide32_inputs(isa: Isa, w: Wide32<'_>, xs: &[Act32<'_>], out: 
     let Some(nb) = xs.first().map(|x| x.d.len()) else {
         return;
     };
-    assert!(xs.iter().all(|x| x.d.len() == nb && x.q.len() >= 32 * nb));
     let padded = nb.div_ceil(8) * 8;
+    // In lane order the inputs' quants are padded to whole groups too.
+    let quants = if isa.lane_order() { padded } else { nb };
+    assert!(
+        xs.iter()
+            .all(|x| x.d.len() == nb && x.q.len() >= 32 * quants)
+    );
     assert!(
         w.d.len() >= padded && w.q.len() >= 32 * padded,
         "wide row of {nb} blocks"
@@ -372,8 +455,8 @@ pub(super) fn dot_wide32_inputs(isa: Isa, w: Wide32<'_>, xs: &[Act32<'_>], out: 
         Isa::Avx2 | Isa::Avx512Vnni => {
             if isa == Isa::Avx512Vnni {
                 // SAFETY: AVX2, F16C and AVX-512 F/VL/VNNI detected; the
-                // row is padded to whole groups and every input has `nb`
-                // blocks (asserted).
+                // row and every input's quants (in lane order) are padded
+                // to whole groups, each input has `nb` blocks (asserted).
                 unsafe { x86::wide_vnni(w, xs, out) }
             } else {
                 // SAFETY: AVX2 and F16C detected; lengths as above.
@@ -506,6 +589,72 @@ pub(super) struct KRowInts<'a> {
 pub(super) struct Q8KView<'a> {
     pub q: &'a [i8],
     pub bsums: &'a [i16],
+    /// Each super-block's scale.
+    pub d: &'a [f32],
+}
+
+/// A K-quant row unpacked for many inputs with its quants in lane order
+/// by groups of 16 (`lane_order`), and its blocks' f32 `d` and `dmin`.
+#[derive(Clone, Copy)]
+pub(super) struct KRowLanes<'a> {
+    pub ints: KRowInts<'a>,
+    pub d: &'a [f32],
+    pub dmin: &'a [f32],
+    pub has_min: bool,
+}
+
+/// `out[j] = row · xs[j]` with the bits of `kquant::dot` (the f32 steps
+/// of `kquant::add_sums` in lane b mod 8 for super-block b, the lanes
+/// summed by `lane_sum`), for a row and inputs in lane order: the
+/// prefill's K-quant rows on the sets that take lane order.
+pub(super) fn kdots_inputs(isa: Isa, w: KRowLanes<'_>, xs: &[Q8KView<'_>], out: &mut [f32]) {
+    let nb = w.d.len();
+    assert!(
+        w.ints.q.len() >= 256 * nb
+            && w.ints.sc.len() >= 16 * nb
+            && w.ints.m.len() >= 16 * nb
+            && w.dmin.len() >= nb,
+        "{nb} super-blocks"
+    );
+    assert!(
+        xs.iter()
+            .all(|x| x.q.len() >= 256 * nb && x.bsums.len() >= 16 * nb && x.d.len() >= nb)
+    );
+    assert!(out.len() >= xs.len(), "one result per input");
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: AVX2 and AVX-512 F/VL/VNNI detected; lengths asserted.
+        Isa::Avx512Vnni => unsafe { x86::klanes_vnni(w, xs, out) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: AVX2 detected; lengths asserted.
+        Isa::Avx2 => unsafe { x86::klanes_avx2(w, xs, out) },
+        _ => {
+            for (x, o) in xs.iter().zip(out) {
+                let mut lanes = [0f32; 8];
+                for b in 0..nb {
+                    let (mut isum, mut imin) = (0i32, 0i32);
+                    for g in 0..16 {
+                        // Group g is lane g mod 8 of the super-block's
+                        // tile g / 8.
+                        let mut dot = 0i32;
+                        for e in 0..16 {
+                            let at = 256 * b + 128 * (g / 8) + 32 * (e / 4) + 4 * (g % 8) + e % 4;
+                            dot += i32::from(w.ints.q[at]) * i32::from(x.q[at]);
+                        }
+                        let bs = i32::from(x.bsums[16 * b + g]);
+                        isum += i32::from(w.ints.sc[16 * b + g]) * (dot - w.ints.offset * bs);
+                        imin += i32::from(w.ints.m[16 * b + g]) * bs;
+                    }
+                    let lane = &mut lanes[b % 8];
+                    *lane += (w.d[b] * x.d[b]) * isum as f32;
+                    if w.has_min {
+                        *lane -= (w.dmin[b] * x.d[b]) * imin as f32;
+                    }
+                }
+                *o = lane_sum(&lanes);
+            }
+        }
+    }
 }
 
 /// `kblock` of every super-block b of `w` with every input j, into
@@ -525,25 +674,17 @@ pub(super) fn kblocks_inputs(isa: Isa, w: KRowInts<'_>, xs: &[Q8KView<'_>], out:
         out.len() >= 2 * nb * xs.len(),
         "two sums per block and input"
     );
-    match isa {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: AVX2 and AVX-512 F/VL/VNNI detected; lengths asserted.
-        Isa::Avx512Vnni => unsafe { x86::kblocks_vnni(w, xs, out) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: AVX2 detected; lengths asserted.
-        Isa::Avx2 => unsafe { x86::kblocks_avx2(w, xs, out) },
-        _ => {
-            for (x, o) in xs.iter().zip(out.chunks_exact_mut(2 * nb.max(1))) {
-                for (b, pair) in o.chunks_exact_mut(2).enumerate() {
-                    let (isum, imin) = kblock(
-                        isa,
-                        w.block(b),
-                        &x.q[256 * b..256 * (b + 1)],
-                        &x.bsums[16 * b..16 * (b + 1)],
-                    );
-                    pair.copy_from_slice(&[isum, imin]);
-                }
-            }
+    // The sets with lane order take `kdots_inputs` instead; on them this
+    // is the block-by-block form.
+    for (x, o) in xs.iter().zip(out.chunks_exact_mut(2 * nb.max(1))) {
+        for (b, pair) in o.chunks_exact_mut(2).enumerate() {
+            let (isum, imin) = kblock(
+                isa,
+                w.block(b),
+                &x.q[256 * b..256 * (b + 1)],
+                &x.bsums[16 * b..16 * (b + 1)],
+            );
+            pair.copy_from_slice(&[isum, imin]);
         }
     }
 }

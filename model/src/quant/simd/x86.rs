@@ -5,7 +5,7 @@
 
 use std::arch::x86_64::*;
 
-use super::{Act32, Blocks, KBlockInts, KRowInts, Q8KView, Quants32, Row32, Wide32};
+use super::{Act32, Blocks, KBlockInts, KRowInts, KRowLanes, Q8KView, Quants32, Row32, Wide32};
 
 /// u8 × i8 products summed in fours into 8 × i32 (every u below 64, or
 /// below 129 with |x| ≤ 127, so `vpmaddubsw` never saturates).
@@ -226,65 +226,77 @@ pub(super) unsafe fn unpack32(r: Row32<'_>, out: &mut [u8]) {
     }
 }
 
-/// Two blocks (`i`, `i + 1`, those below `n`) of `q` against each of
-/// `P` inputs, their 8-lane sums folded pairwise (`vphaddd`).
+/// `acc` plus u8 × i8 products summed in fours (bounds as [`dot`]).
+#[inline(always)]
+fn dot_acc<const VNNI: bool>(acc: __m256i, u: __m256i, x: __m256i) -> __m256i {
+    if VNNI {
+        // SAFETY: as in `dot`.
+        unsafe { _mm256_dpbusd_epi32(acc, u, x) }
+    } else {
+        // SAFETY: as in `dot`.
+        unsafe { _mm256_add_epi32(acc, dot::<false>(u, x)) }
+    }
+}
+
+/// The integer sums of one group of 8 blocks in lane order
+/// (`super::lane_order`, 256 bytes from `q` and from each `x`) with each
+/// of `P` inputs: block b's in lane b, with no horizontal step. Two
+/// accumulators per input keep the multiply-adds' latency hidden.
 ///
 /// # Safety
-/// As `wide_ints`.
+/// `q` and each `x` point at 256 readable bytes; AVX2 code only.
 #[inline(always)]
-unsafe fn wide_pair<const VNNI: bool, const S: bool, const P: usize>(
+unsafe fn lane_ints<const VNNI: bool, const S: bool, const P: usize>(
     q: *const u8,
     x: &[*const i8; P],
-    i: usize,
-    n: usize,
 ) -> [__m256i; P] {
     // SAFETY: as documented.
     unsafe {
         let zero = _mm256_setzero_si256();
-        let mut v = [[zero; 2]; P];
-        for (k, b) in (i..i + 2).enumerate() {
-            if b < n {
-                let qv = _mm256_loadu_si256(q.add(32 * b).cast());
-                for (vj, xj) in v.iter_mut().zip(x) {
-                    let xv = _mm256_loadu_si256(xj.add(32 * b).cast());
-                    vj[k] = if S {
-                        dot::<VNNI>(_mm256_sign_epi8(qv, qv), _mm256_sign_epi8(xv, qv))
-                    } else {
-                        dot::<VNNI>(qv, xv)
-                    };
-                }
+        let mut acc = [[zero; 2]; P];
+        for j in 0..8 {
+            let qv = _mm256_loadu_si256(q.add(32 * j).cast());
+            let u = if S { _mm256_sign_epi8(qv, qv) } else { qv };
+            for (a, xj) in acc.iter_mut().zip(x) {
+                let xv = _mm256_loadu_si256(xj.add(32 * j).cast());
+                let xv = if S { _mm256_sign_epi8(xv, qv) } else { xv };
+                a[j % 2] = dot_acc::<VNNI>(a[j % 2], u, xv);
             }
         }
-        std::array::from_fn(|j| _mm256_hadd_epi32(v[j][0], v[j][1]))
+        let mut sums = [zero; P];
+        for (s, a) in sums.iter_mut().zip(acc) {
+            *s = _mm256_add_epi32(a[0], a[1]);
+        }
+        sums
     }
 }
 
-/// The integer sums of blocks `0..n` (n ≤ 8) of `q` with each of `P`
-/// inputs, block b in lane b (lanes `n..` zero): `reduce8`'s tree,
-/// folded as the dot products arrive so that few registers are live.
+/// [`lane_ints`] for a last group of at most 4 blocks in half a tile
+/// (`super::lane_order32`): block l's sum in lanes l and 4 + l.
 ///
 /// # Safety
-/// `q` points at 8 blocks of 32 bytes, each `x` at `n`; AVX2 code only.
+/// `q` and each `x` point at 128 readable bytes; AVX2 code only.
 #[inline(always)]
-unsafe fn wide_ints<const VNNI: bool, const S: bool, const P: usize>(
+unsafe fn lane_ints_half<const VNNI: bool, const S: bool, const P: usize>(
     q: *const u8,
     x: &[*const i8; P],
-    n: usize,
 ) -> [__m256i; P] {
     // SAFETY: as documented.
     unsafe {
-        let h0 = wide_pair::<VNNI, S, P>(q, x, 0, n);
-        let h1 = wide_pair::<VNNI, S, P>(q, x, 2, n);
-        let a: [__m256i; P] = std::array::from_fn(|j| _mm256_hadd_epi32(h0[j], h1[j]));
-        let h2 = wide_pair::<VNNI, S, P>(q, x, 4, n);
-        let h3 = wide_pair::<VNNI, S, P>(q, x, 6, n);
-        std::array::from_fn(|j| {
-            let b = _mm256_hadd_epi32(h2[j], h3[j]);
-            _mm256_add_epi32(
-                _mm256_permute2x128_si256::<0x20>(a[j], b),
-                _mm256_permute2x128_si256::<0x31>(a[j], b),
-            )
-        })
+        let mut acc = [_mm256_setzero_si256(); P];
+        for j in 0..4 {
+            let qv = _mm256_loadu_si256(q.add(32 * j).cast());
+            let u = if S { _mm256_sign_epi8(qv, qv) } else { qv };
+            for (a, xj) in acc.iter_mut().zip(x) {
+                let xv = _mm256_loadu_si256(xj.add(32 * j).cast());
+                let xv = if S { _mm256_sign_epi8(xv, qv) } else { xv };
+                *a = dot_acc::<VNNI>(*a, u, xv);
+            }
+        }
+        for a in acc.iter_mut() {
+            *a = _mm256_add_epi32(*a, _mm256_permute2x128_si256::<0x01>(*a, *a));
+        }
+        acc
     }
 }
 
@@ -308,13 +320,10 @@ fn wide_p<const VNNI: bool, const S: bool, const P: usize>(
             let n = (nb - g).min(8);
             let xq: [*const i8; P] = std::array::from_fn(|j| xs[j].q[32 * g..].as_ptr());
             let wq = w.q[32 * g..].as_ptr();
-            // A whole group, or half of one (the tail of a row of 20
-            // blocks: 640 columns), with a constant count, so the checks
-            // fold and a half group costs half.
-            let ints = match n {
-                8 => wide_ints::<VNNI, S, P>(wq, &xq, 8),
-                4 => wide_ints::<VNNI, S, P>(wq, &xq, 4),
-                _ => wide_ints::<VNNI, S, P>(wq, &xq, n),
+            let ints = if n <= 4 {
+                lane_ints_half::<VNNI, S, P>(wq, &xq)
+            } else {
+                lane_ints::<VNNI, S, P>(wq, &xq)
             };
             let dw = _mm256_loadu_ps(w.d[g..].as_ptr());
             let load = _mm256_cmpgt_epi32(_mm256_set1_epi32(n as i32), lanes);
@@ -357,10 +366,11 @@ fn wide_p<const VNNI: bool, const S: bool, const P: usize>(
     }
 }
 
-/// How many inputs `wide` takes per pass over a row: four dependency
-/// chains in flight, and each group of the row loaded once for four
-/// inputs (on a Q5_0 2048×640 matmul of 64 inputs: 7.0 ms one input
-/// at a time, 5.1 two, 4.1 four, 4.0 eight).
+/// How many inputs `wide` takes per pass over a row: eight dependency
+/// chains in flight (two per input), and each group of the row loaded
+/// once for four inputs (eight were no faster on Gemma 3's Q5_0
+/// 2048×640 with 531 inputs: 17.4–17.6 ms against 17.4–17.9, one
+/// thread).
 const WIDE_INPUTS: usize = 4;
 
 #[inline(always)]
@@ -609,66 +619,179 @@ fn kblock_p<const VNNI: bool, const P: usize>(
     }
 }
 
-/// Inputs `xs` (`P` of them) against every super-block.
+/// Super-blocks `g..g + n` (n ≤ 8) of a row in lane order by groups of
+/// 16 against each of `P` inputs (the same order): per input, block
+/// g + b's `(isum, imin)` of `super::kblock` in lane b (zero in lanes
+/// `n..`). A super-block's 8 multiply-adds per input leave group l's
+/// sum in lane l of `lo` (groups 0–7) or `hi` (8–15), scaled there by
+/// the group's scale; one reduction serves 8 super-blocks.
+///
+/// # Safety
+/// `w` and every input hold blocks `g..g + n` (256 quants, 16 scales,
+/// minima and sums each); AVX2 code only.
 #[inline(always)]
-fn kblocks_p<const VNNI: bool, const P: usize>(
+unsafe fn klane_ints<const VNNI: bool, const P: usize>(
     w: KRowInts<'_>,
+    x: &[Q8KView<'_>; P],
+    g: usize,
+    n: usize,
+) -> ([__m256i; P], [__m256i; P]) {
+    // SAFETY: as documented.
+    unsafe {
+        let zero = _mm256_setzero_si256();
+        let off = _mm256_set1_epi32(w.offset);
+        let mut is = [[zero; 8]; P];
+        let mut im = [[zero; 8]; P];
+        for b in 0..n {
+            let blk = g + b;
+            let q = w.q.as_ptr().add(256 * blk);
+            let mut lo = [zero; P];
+            let mut hi = [zero; P];
+            for j in 0..4 {
+                let wl = _mm256_loadu_si256(q.add(32 * j).cast());
+                let wh = _mm256_loadu_si256(q.add(128 + 32 * j).cast());
+                for p in 0..P {
+                    let xq = x[p].q.as_ptr().add(256 * blk);
+                    let xl = _mm256_loadu_si256(xq.add(32 * j).cast());
+                    let xh = _mm256_loadu_si256(xq.add(128 + 32 * j).cast());
+                    lo[p] = dot_acc::<VNNI>(lo[p], wl, xl);
+                    hi[p] = dot_acc::<VNNI>(hi[p], wh, xh);
+                }
+            }
+            let sc = _mm256_loadu_si256(w.sc.as_ptr().add(16 * blk).cast());
+            let sc_lo = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(sc));
+            let sc_hi = _mm256_cvtepi16_epi32(_mm256_extracti128_si256::<1>(sc));
+            let m = _mm256_loadu_si256(w.m.as_ptr().add(16 * blk).cast());
+            for p in 0..P {
+                let bs = _mm256_loadu_si256(x[p].bsums.as_ptr().add(16 * blk).cast());
+                let scaled = _mm256_add_epi32(
+                    _mm256_mullo_epi32(lo[p], sc_lo),
+                    _mm256_mullo_epi32(hi[p], sc_hi),
+                );
+                let shift = _mm256_mullo_epi32(_mm256_madd_epi16(sc, bs), off);
+                is[p][b] = _mm256_sub_epi32(scaled, shift);
+                im[p][b] = _mm256_madd_epi16(m, bs);
+            }
+        }
+        // Loops, not `from_fn`: a closure would not be compiled with
+        // the entry point's features.
+        let (mut isum, mut imin) = ([zero; P], [zero; P]);
+        for p in 0..P {
+            isum[p] = reduce8(&is[p]);
+            imin[p] = reduce8(&im[p]);
+        }
+        (isum, imin)
+    }
+}
+
+/// `super::kdots_inputs` for `P` inputs at a time: each super-block of
+/// the row loaded once for all of them, the f32 steps of `kquant`'s
+/// lanes on 8 super-blocks at once.
+#[inline(always)]
+fn klanes_p<const VNNI: bool, const P: usize>(
+    w: KRowLanes<'_>,
     xs: &[Q8KView<'_>],
-    out: &mut [i32],
+    out: &mut [f32],
 ) {
-    let nb = w.q.len() / 256;
-    for b in 0..nb {
-        let x: [&[i8; 256]; P] =
-            std::array::from_fn(|j| xs[j].q[256 * b..256 * (b + 1)].try_into().expect("256"));
-        let bs: [&[i16; 16]; P] =
-            std::array::from_fn(|j| xs[j].bsums[16 * b..16 * (b + 1)].try_into().expect("16"));
-        let sums = kblock_p::<VNNI, P>(w.block(b), x, bs);
-        for (j, (isum, imin)) in sums.into_iter().enumerate() {
-            out[2 * (j * nb + b)] = isum;
-            out[2 * (j * nb + b) + 1] = imin;
+    let nb = w.d.len();
+    let x: [Q8KView<'_>; P] = std::array::from_fn(|p| xs[p]);
+    // SAFETY: register operations, and loads of blocks below `nb` of
+    // the row and of each input (the caller checked the lengths); the
+    // partial group's scales are loaded under a mask; inlined into AVX2
+    // code.
+    unsafe {
+        let mut acc = [_mm256_setzero_ps(); P];
+        let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        for g in (0..nb).step_by(8) {
+            let n = (nb - g).min(8);
+            let (isum, imin) = match n {
+                8 => klane_ints::<VNNI, P>(w.ints, &x, g, 8),
+                4 => klane_ints::<VNNI, P>(w.ints, &x, g, 4),
+                _ => klane_ints::<VNNI, P>(w.ints, &x, g, n),
+            };
+            let load = _mm256_cmpgt_epi32(_mm256_set1_epi32(n as i32), lanes);
+            let (dw, dmin) = (scales8(w.d, g, n, load), scales8(w.dmin, g, n, load));
+            for p in 0..P {
+                let dx = scales8(x[p].d, g, n, load);
+                let mut o = _mm256_add_ps(
+                    acc[p],
+                    _mm256_mul_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(isum[p])),
+                );
+                if w.has_min {
+                    o = _mm256_sub_ps(
+                        o,
+                        _mm256_mul_ps(_mm256_mul_ps(dmin, dx), _mm256_cvtepi32_ps(imin[p])),
+                    );
+                }
+                if n < 8 {
+                    o = _mm256_blendv_ps(acc[p], o, _mm256_castsi256_ps(load));
+                }
+                acc[p] = o;
+            }
+        }
+        for (o, a) in out.iter_mut().zip(acc) {
+            let mut l = [0f32; 8];
+            _mm256_storeu_ps(l.as_mut_ptr(), a);
+            *o = super::lane_sum(&l);
+        }
+    }
+}
+
+/// `v[g..g + n]` (n ≤ 8) in lanes `0..n`, zero above (`load`: lanes
+/// below n set).
+///
+/// # Safety
+/// `v` holds `g + n` values; AVX2 code only.
+#[inline(always)]
+unsafe fn scales8(v: &[f32], g: usize, n: usize, load: __m256i) -> __m256 {
+    // SAFETY: as documented; the mask stops the load at `g + n`.
+    unsafe {
+        if n == 8 {
+            _mm256_loadu_ps(v[g..].as_ptr())
+        } else {
+            _mm256_maskload_ps(v[g..].as_ptr(), load)
         }
     }
 }
 
 #[inline(always)]
-fn kblocks<const VNNI: bool>(w: KRowInts<'_>, xs: &[Q8KView<'_>], out: &mut [i32]) {
-    let per = 2 * (w.q.len() / 256);
+fn klanes<const VNNI: bool>(w: KRowLanes<'_>, xs: &[Q8KView<'_>], out: &mut [f32]) {
     let mut j = 0;
     while j < xs.len() {
-        let o = &mut out[j * per..];
+        let (x, o) = (&xs[j..], &mut out[j..]);
         j += match xs.len() - j {
             1 => {
-                kblocks_p::<VNNI, 1>(w, &xs[j..], o);
+                klanes_p::<VNNI, 1>(w, x, o);
                 1
             }
             2 | 3 => {
-                kblocks_p::<VNNI, 2>(w, &xs[j..], o);
+                klanes_p::<VNNI, 2>(w, x, o);
                 2
             }
             _ => {
-                kblocks_p::<VNNI, 4>(w, &xs[j..], o);
+                klanes_p::<VNNI, 4>(w, x, o);
                 4
             }
         };
     }
 }
 
-/// `super::kblocks_inputs` on AVX2.
+/// `super::kdots_inputs` on AVX2.
 ///
 /// # Safety
-/// AVX2 present.
+/// AVX2 present; lengths as `kdots_inputs` asserts.
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn kblocks_avx2(w: KRowInts<'_>, xs: &[Q8KView<'_>], out: &mut [i32]) {
-    kblocks::<false>(w, xs, out);
+pub(super) unsafe fn klanes_avx2(w: KRowLanes<'_>, xs: &[Q8KView<'_>], out: &mut [f32]) {
+    klanes::<false>(w, xs, out);
 }
 
-/// `super::kblocks_inputs` on AVX-512 VNNI.
+/// `super::kdots_inputs` on AVX-512 VNNI.
 ///
 /// # Safety
-/// AVX2, AVX-512F, VL and VNNI present.
+/// AVX2, AVX-512F, VL and VNNI present; lengths as above.
 #[target_feature(enable = "avx2,avx512f,avx512vl,avx512vnni")]
-pub(super) unsafe fn kblocks_vnni(w: KRowInts<'_>, xs: &[Q8KView<'_>], out: &mut [i32]) {
-    kblocks::<true>(w, xs, out);
+pub(super) unsafe fn klanes_vnni(w: KRowLanes<'_>, xs: &[Q8KView<'_>], out: &mut [f32]) {
+    klanes::<true>(w, xs, out);
 }
 
 /// `super::dot_groups16` on AVX2 for an even number of groups.

@@ -17,9 +17,18 @@ fn every_isa_matches_scalar_bits() {
     assert!(isas.contains(&Isa::Neon), "NEON is part of aarch64");
     // 7 inputs: the kernels take them four, two and one at a time.
     let (rows, n) = (19, 7);
-    for (k, kind) in TensorKind::ALL.into_iter().enumerate() {
-        // Blocks of 32: 29 of them, so the last group of 8 is short.
-        let cols = if kind.block_len() == 32 { 928 } else { 1024 };
+    // Blocks of 32: 29 (the last group of 8 short), 20 and 18 (a last
+    // group of 4 and 2: half a tile in lane order); K-quants: 4 and 9
+    // super-blocks (groups of 8 short, and one over).
+    let shapes = |kind: TensorKind| match kind.block_len() {
+        32 => [928, 640, 576],
+        _ => [1024, 2304, 2048],
+    };
+    for (k, (kind, cols)) in TensorKind::ALL
+        .into_iter()
+        .flat_map(|kind| shapes(kind).map(|c| (kind, c)))
+        .enumerate()
+    {
         for floats in [Floats::Unit, Floats::AnyFinite] {
             let t = random_tensor(kind, rows, cols, 900 + k as u64, floats);
             // Inputs with a wide range, so some blocks quantize to ±127.
@@ -248,6 +257,7 @@ fn q8_quantization_matches_scalar() {
             d: vec![0.0; n],
             sum: vec![0; n],
             s: vec![0.0; n],
+            lanes: Vec::new(),
         };
         simd::q8_fill(isa, &x, &mut out);
         out
