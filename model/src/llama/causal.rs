@@ -11,11 +11,13 @@
 //!
 //! [`attend_one`]: super::dense::attend_one
 
+use std::cell::RefCell;
 use std::ops::Range;
+use std::sync::Arc;
 
 use super::config::Config;
 use super::ops::{softmax, weighted_sum};
-use crate::quant::{default_threads, dots_f32};
+use crate::quant::{Remote, chunked, default_threads, dots_f32};
 
 /// Positions that share one pass over the keys and values.
 const BLOCK: usize = 16;
@@ -27,12 +29,13 @@ const TILE: usize = 16;
 /// Causal attention over a prompt: `q` is `n × q_dim` (token-major), `k`
 /// and `v` are `[n_kv_heads][n][head_dim]`; returns `n × q_dim`. With a
 /// `window`, position i attends only to positions i+1−window ..= i. The
-/// threads take every `threads`-th block of positions, which spreads the
-/// causal cost evenly.
+/// blocks of positions go to the kernel pool's threads (the caller's and
+/// its workers, as the matmuls do), the longest first, so that the
+/// threads finish together. The inputs are shared with the workers.
 pub(crate) fn causal_attention(
-    q: &[f32],
-    k: &[f32],
-    v: &[f32],
+    q: Arc<Vec<f32>>,
+    k: Arc<Vec<f32>>,
+    v: Arc<Vec<f32>>,
     n: usize,
     c: &Config,
     window: Option<usize>,
@@ -54,64 +57,81 @@ struct Heads {
     d: usize,
 }
 
+thread_local! {
+    /// A thread's scores (scratch of [`Block::attend`]).
+    static SCORES: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Block `b`'s rows of the output (`BLOCK` positions of `q_dim`), written
+/// from the start of `out`.
+fn attend_block(
+    (q, k, v): (&[f32], &[f32], &[f32]),
+    n: usize,
+    shape: Heads,
+    window: Option<usize>,
+    b: usize,
+    out: &mut [f32],
+) {
+    let (hd, g) = (shape.d, shape.group);
+    let q_dim = shape.kv * g * hd;
+    let positions = b * BLOCK..((b + 1) * BLOCK).min(n);
+    SCORES.with(|scores| {
+        let mut scores = scores.borrow_mut();
+        for kvh in 0..shape.kv {
+            let block = Block {
+                q,
+                q_dim,
+                heads: kvh * g * hd..(kvh + 1) * g * hd,
+                d: hd,
+                keys: &k[kvh * n * hd..(kvh + 1) * n * hd],
+                values: &v[kvh * n * hd..(kvh + 1) * n * hd],
+                window,
+            };
+            block.attend(positions.clone(), &mut scores, out);
+        }
+    });
+}
+
 /// [`causal_attention`] on the shape alone.
 fn attend_prompt(
-    q: &[f32],
-    k: &[f32],
-    v: &[f32],
+    q: Arc<Vec<f32>>,
+    k: Arc<Vec<f32>>,
+    v: Arc<Vec<f32>>,
     n: usize,
     shape: Heads,
     window: Option<usize>,
 ) -> Vec<f32> {
-    let (hd, g) = (shape.d, shape.group);
-    let q_dim = shape.kv * g * hd;
+    let q_dim = shape.kv * shape.group * shape.d;
     let blocks = n.div_ceil(BLOCK);
     let threads = default_threads().min(blocks).max(1);
-    // The rows of blocks t, t + threads, t + 2·threads, …
-    let part = |t: usize| -> Vec<f32> {
-        let mut out = Vec::with_capacity(blocks.div_ceil(threads) * BLOCK * q_dim);
-        let mut scores = Vec::new();
-        for b in (t..blocks).step_by(threads) {
-            let positions = b * BLOCK..((b + 1) * BLOCK).min(n);
-            let at = out.len();
-            out.resize(at + positions.len() * q_dim, 0.0);
-            for kvh in 0..shape.kv {
-                let block = Block {
-                    q,
-                    q_dim,
-                    heads: kvh * g * hd..(kvh + 1) * g * hd,
-                    d: hd,
-                    keys: &k[kvh * n * hd..(kvh + 1) * n * hd],
-                    values: &v[kvh * n * hd..(kvh + 1) * n * hd],
-                    window,
-                };
-                block.attend(positions.clone(), &mut scores, &mut out[at..]);
-            }
-        }
-        out
+    // Chunk c is block blocks − 1 − c: the longest rows first.
+    let rows = move |c: usize| {
+        let b = blocks - 1 - c;
+        (b, b * BLOCK * q_dim..((b + 1) * BLOCK).min(n) * q_dim)
     };
-    let parts: Vec<Vec<f32>> = std::thread::scope(|s| {
-        let part = &part;
-        let handles: Vec<_> = (1..threads).map(|t| s.spawn(move || part(t))).collect();
-        let mut parts = vec![part(0)];
-        parts.extend(
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))),
-        );
-        parts
-    });
-    let mut out = vec![0f32; n * q_dim];
-    for (t, part) in parts.iter().enumerate() {
-        let mut at = 0;
-        for b in (t..blocks).step_by(threads) {
-            let rows = b * BLOCK * q_dim..((b + 1) * BLOCK).min(n) * q_dim;
-            let len = rows.len();
-            out[rows].copy_from_slice(&part[at..at + len]);
-            at += len;
-        }
-    }
-    out
+    let remote: Remote = {
+        let (q, k, v) = (Arc::clone(&q), Arc::clone(&k), Arc::clone(&v));
+        Arc::new(move |c, buf: &mut Vec<f32>| {
+            let (b, r) = rows(c);
+            let at = buf.len();
+            buf.resize(at + r.len(), 0.0);
+            attend_block((&q, &k, &v), n, shape, window, b, &mut buf[at..]);
+        })
+    };
+    let out = RefCell::new(vec![0f32; n * q_dim]);
+    chunked(
+        blocks,
+        threads,
+        remote,
+        |c| rows(c).1.len(),
+        |c| {
+            let (b, r) = rows(c);
+            let mut out = out.borrow_mut();
+            attend_block((&q, &k, &v), n, shape, window, b, &mut out[r]);
+        },
+        |c, part| out.borrow_mut()[rows(c).1].copy_from_slice(part),
+    );
+    out.into_inner()
 }
 
 /// One KV head's share of a block: its query heads (`heads`, a range of
@@ -228,7 +248,14 @@ mod tests {
                     let q: Vec<f32> = (0..n * q_dim).map(|_| next()).collect();
                     let k: Vec<f32> = (0..kv * n * d).map(|_| next()).collect();
                     let v: Vec<f32> = (0..kv * n * d).map(|_| next()).collect();
-                    let got = attend_prompt(&q, &k, &v, n, shape, window);
+                    let got = attend_prompt(
+                        Arc::new(q.clone()),
+                        Arc::new(k.clone()),
+                        Arc::new(v.clone()),
+                        n,
+                        shape,
+                        window,
+                    );
                     for i in 0..n {
                         let first = window.map_or(0, |w| (i + 1).saturating_sub(w));
                         for h in 0..kv * group {

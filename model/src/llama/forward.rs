@@ -5,6 +5,8 @@
 //! (`shape_qkv`); gemma3 adds scaled embeddings, post-norms, GeGLU and
 //! sliding-window layers (`Attention::decode_window`).
 
+use std::sync::Arc;
+
 use super::arch::RopeStyle;
 use super::attention::{Attention, Logits};
 use super::causal::causal_attention;
@@ -241,7 +243,18 @@ impl Model {
             let m = n.min(PLANNING_QUERIES);
             attn.prefill_queries(l, &q[(n - m) * c.q_dim()..])
                 .map_err(|source| ModelError::Attention { layer: l, source })?;
-            let o = causal_attention(&q, &kh, &vh, n, c, c.window(l));
+            // The attention's threads share q, k and v; q comes back for
+            // the next layer (every worker is done with it by then).
+            let shared = Arc::new(std::mem::take(&mut q));
+            let o = causal_attention(
+                Arc::clone(&shared),
+                Arc::new(kh),
+                Arc::new(vh),
+                n,
+                c,
+                c.window(l),
+            );
+            q = Arc::try_unwrap(shared).unwrap_or_else(|s| s.to_vec());
             layer.wo.matmul(&o, n, &mut tmp);
             self.add_attention(layer, &mut x, &mut tmp);
             for (xi, hi) in x.chunks_exact(d).zip(h.chunks_exact_mut(d)) {

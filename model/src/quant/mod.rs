@@ -43,6 +43,7 @@ pub(crate) use float::round_f16;
 pub use kind::{TensorKind, ggml_type_name};
 pub use matmul::Gate;
 pub use parallel::{MAX_THREADS, default_threads};
+pub(crate) use pool::{Remote, chunked};
 pub use simd::Isa;
 pub use tensor::QTensor;
 

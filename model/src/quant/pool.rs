@@ -127,7 +127,7 @@ impl Pool {
 }
 
 /// What a worker does with chunk c: append its results to the buffer.
-pub(super) type Remote = Arc<dyn Fn(usize, &mut Vec<f32>) + Send + Sync>;
+pub(crate) type Remote = Arc<dyn Fn(usize, &mut Vec<f32>) + Send + Sync>;
 
 /// Work in `chunks` numbered pieces that the caller (`local`) and up to
 /// `threads − 1` workers (`remote`) take from a shared counter until none
@@ -140,7 +140,7 @@ pub(super) type Remote = Arc<dyn Fn(usize, &mut Vec<f32>) + Send + Sync>;
 /// another, then their indices as f32 (exact: far fewer than 2^24), then
 /// how many it took; nothing beyond what it computes is zero-filled (a
 /// job taken back by a caller that already ran every chunk costs nothing).
-pub(super) fn chunked(
+pub(crate) fn chunked(
     chunks: usize,
     threads: usize,
     remote: Remote,
