@@ -358,10 +358,30 @@ fn wide_p<const VNNI: bool, const S: bool, const P: usize>(
                 acc[j] = o;
             }
         }
-        for j in 0..P {
-            let mut lanes = [0f32; 8];
-            _mm256_storeu_ps(lanes.as_mut_ptr(), acc[j]);
-            out[j] = super::lane_sum(&lanes);
+        lane_sums(&acc, out);
+    }
+}
+
+/// `out[j] = super::lane_sum(acc[j])` for each of `P` accumulators,
+/// four at a time: two rounds of `vhaddps` add lanes (0+1, 2+3) then
+/// their sums, for the low and high halves at once, and the halves are
+/// added last: `lane_sum`'s order, so its bits.
+#[inline(always)]
+fn lane_sums<const P: usize>(acc: &[__m256; P], out: &mut [f32]) {
+    // SAFETY: register operations, and stores of at most 4 floats within
+    // `out` (sliced to the count first); inlined into AVX2 code.
+    unsafe {
+        let zero = _mm256_setzero_ps();
+        for (a, o) in acc.chunks(4).zip(out.chunks_mut(4)) {
+            let at = |i: usize| a.get(i).copied().unwrap_or(zero);
+            let ab = _mm256_hadd_ps(at(0), at(1));
+            let cd = _mm256_hadd_ps(at(2), at(3));
+            let s = _mm256_hadd_ps(ab, cd);
+            let r = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps::<1>(s));
+            let mut four = [0f32; 4];
+            _mm_storeu_ps(four.as_mut_ptr(), r);
+            let k = o.len().min(a.len());
+            o[..k].copy_from_slice(&four[..k]);
         }
     }
 }
@@ -729,11 +749,7 @@ fn klanes_p<const VNNI: bool, const P: usize>(
                 acc[p] = o;
             }
         }
-        for (o, a) in out.iter_mut().zip(acc) {
-            let mut l = [0f32; 8];
-            _mm256_storeu_ps(l.as_mut_ptr(), a);
-            *o = super::lane_sum(&l);
-        }
+        lane_sums(&acc, out);
     }
 }
 
