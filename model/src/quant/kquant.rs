@@ -9,6 +9,8 @@
 //! to Q8_K (`act::Q8K`), Σ_g sc_g·Σ q·x and Σ_g m_g·Σx_g in integers, then
 //! d·dx·(first) − dmin·dx·(second) in f32.
 
+use std::ops::Range;
+
 use super::act::Q8K;
 use super::simd::{
     Isa, KBlockInts, KRowInts, KRowLanes, Q8KView, kblock, kblocks_inputs, kdots_inputs, lane_order,
@@ -106,6 +108,8 @@ pub(super) struct KRows {
     q: Vec<u8>,
     sc16: Vec<i16>,
     m16: Vec<i16>,
+    /// `offset · sc16` (lane order only).
+    so16: Vec<i16>,
     d: Vec<f32>,
     dmin: Vec<f32>,
     /// Super-blocks per row.
@@ -124,6 +128,7 @@ pub(super) fn unpack_rows<B: KBlock>(lanes: bool, rows: &[u8], row_bytes: usize,
     k.q.clear();
     k.sc16.clear();
     k.m16.clear();
+    k.so16.clear();
     k.d.clear();
     k.dmin.clear();
     let mut u = Unpacked::new();
@@ -139,47 +144,69 @@ pub(super) fn unpack_rows<B: KBlock>(lanes: bool, rows: &[u8], row_bytes: usize,
         }
         k.sc16.extend_from_slice(&u.sc16);
         k.m16.extend_from_slice(&u.m16);
+        if lanes {
+            // |offset| ≤ 32 and |scale| ≤ 128: the product fits an i16.
+            k.so16
+                .extend(u.sc16.iter().map(|&sc| (B::OFFSET * i32::from(sc)) as i16));
+        }
         k.d.push(u.d);
         k.dmin.push(u.dmin);
     }
 }
 
-/// `out[j] = dot(row i of k, xs[j])` (the same bits): in lane order,
-/// `simd::kdots_inputs`; otherwise the integers of every block and input
-/// in one call (`simd::kblocks_inputs`), then `add_block`'s f32 steps in
-/// its order. `xs` are in lane order exactly when `k` is.
+/// `out[r·n + j] = dot(row r of k, xs[j])` (the same bits; n inputs)
+/// for the unpacked rows `rows`: in lane order, `simd::kdots_inputs`;
+/// otherwise, row by row, the integers of every block and input in one
+/// call (`simd::kblocks_inputs`), then `add_block`'s f32 steps in its
+/// order. `xs` are in lane order exactly when `k` is.
 pub(super) fn dot_unpacked_inputs(
     isa: Isa,
     k: &KRows,
-    i: usize,
+    rows: Range<usize>,
     xs: &[Q8KView<'_>],
     out: &mut [f32],
 ) {
     let nb = k.nb;
-    let blocks = nb * i..nb * (i + 1);
-    let w = KRowInts {
-        q: &k.q[QK_K * blocks.start..QK_K * blocks.end],
-        sc: &k.sc16[16 * blocks.start..16 * blocks.end],
-        m: &k.m16[16 * blocks.start..16 * blocks.end],
-        offset: k.offset,
-    };
-    let (d, dmin) = (&k.d[blocks.clone()], &k.dmin[blocks]);
-    if k.lanes {
-        let row = KRowLanes {
-            ints: w,
-            d,
-            dmin,
-            has_min: k.has_min,
+    let row = |i: usize| {
+        let blocks = nb * i..nb * (i + 1);
+        let ints = KRowInts {
+            q: &k.q[QK_K * blocks.start..QK_K * blocks.end],
+            sc: &k.sc16[16 * blocks.start..16 * blocks.end],
+            m: &k.m16[16 * blocks.start..16 * blocks.end],
+            offset: k.offset,
         };
-        kdots_inputs(isa, row, xs, out);
+        let so = k
+            .so16
+            .get(16 * blocks.start..16 * blocks.end)
+            .unwrap_or_default();
+        KRowLanes {
+            ints,
+            d: &k.d[blocks.clone()],
+            dmin: &k.dmin[blocks],
+            has_min: k.has_min,
+            so,
+        }
+    };
+    if k.lanes {
+        let ws: Vec<KRowLanes<'_>> = rows.map(row).collect();
+        kdots_inputs(isa, &ws, xs, out);
         return;
     }
     let mut ints = vec![0i32; 2 * nb * xs.len()];
-    kblocks_inputs(isa, w, xs, &mut ints);
-    // `add_sums`'s steps for eight inputs side by side: each input's lane
-    // takes the same operations in the same order as `Lanes` would, but
-    // the loops over the inputs vectorize.
+    for (i, out) in rows.zip(out.chunks_mut(xs.len().max(1))) {
+        let w = row(i);
+        kblocks_inputs(isa, w.ints, xs, &mut ints);
+        scale_inputs(&w, &ints, xs, out);
+    }
+}
+
+/// `add_sums`'s steps for eight inputs side by side on one row's
+/// integers (`ints`, as `kblocks_inputs` writes them): each input's lane
+/// takes the same operations in the same order as `Lanes` would, but the
+/// loops over the inputs vectorize.
+fn scale_inputs(w: &KRowLanes<'_>, ints: &[i32], xs: &[Q8KView<'_>], out: &mut [f32]) {
     const J: usize = 8;
+    let nb = w.d.len();
     let stride = 2 * nb;
     for (c, (xc, oc)) in xs.chunks(J).zip(out.chunks_mut(J)).enumerate() {
         let mut lanes = [[0f32; J]; 8];
@@ -191,12 +218,12 @@ pub(super) fn dot_unpacked_inputs(
                 isum[j] = ints[at] as f32;
                 imin[j] = ints[at + 1] as f32;
             }
-            let (d, dmin) = (d[b], dmin[b]);
+            let (d, dmin) = (w.d[b], w.dmin[b]);
             let lane = &mut lanes[b % 8];
             for j in 0..J {
                 lane[j] += (d * dx[j]) * isum[j];
             }
-            if k.has_min {
+            if w.has_min {
                 for j in 0..J {
                     lane[j] -= (dmin * dx[j]) * imin[j];
                 }

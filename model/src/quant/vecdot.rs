@@ -3,6 +3,8 @@
 //! integers), and this file combines them with the block scales in f32 in
 //! one fixed order, so the result has the same bits on every path.
 
+use std::ops::Range;
+
 use super::act::{Input, Q8Blocks};
 use super::float::{self, f16_at};
 use super::kquant;
@@ -177,21 +179,29 @@ impl WideRows {
         true
     }
 
-    /// `out[j] = row i · xs[j]` with `dot_row`'s bits, for the `i`-th
-    /// row unpacked (nothing written when none is).
-    pub(super) fn dot_inputs(&self, isa: Isa, i: usize, xs: &[Act32<'_>], out: &mut [f32]) {
+    /// `out[k·n + j] = row k · xs[j]` (n inputs) with `dot_row`'s bits,
+    /// for the unpacked rows `rows` (nothing written when none are).
+    pub(super) fn dot_inputs(
+        &self,
+        isa: Isa,
+        rows: Range<usize>,
+        xs: &[Act32<'_>],
+        out: &mut [f32],
+    ) {
         let Some(f) = self.format else {
             return;
         };
         let p = self.padded;
-        let w = Wide32 {
-            q: &self.q[32 * p * i..32 * p * (i + 1)],
-            d: &self.d[p * i..p * (i + 1)],
-            m: f.min.then(|| &self.m[p * i..p * (i + 1)]),
-            signed: f.quants == Quants32::I8,
-            offset: f.offset,
-        };
-        dot_wide32_inputs(isa, w, xs, out);
+        let ws: Vec<Wide32<'_>> = rows
+            .map(|i| Wide32 {
+                q: &self.q[32 * p * i..32 * p * (i + 1)],
+                d: &self.d[p * i..p * (i + 1)],
+                m: f.min.then(|| &self.m[p * i..p * (i + 1)]),
+                signed: f.quants == Quants32::I8,
+                offset: f.offset,
+            })
+            .collect();
+        dot_wide32_inputs(isa, &ws, xs, out);
     }
 }
 

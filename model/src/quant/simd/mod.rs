@@ -430,10 +430,11 @@ pub(super) fn unpack32(isa: Isa, r: Row32<'_>, out: &mut [u8]) {
     }
 }
 
-/// `out[i] = dot_row32(row, xs[i])` (the same bits) for a row unpacked
-/// as `w` and inputs of equal block counts: the prefill, where a row
-/// unpacked once is taken against every input while it sits in L1.
-pub(super) fn dot_wide32_inputs(isa: Isa, w: Wide32<'_>, xs: &[Act32<'_>], out: &mut [f32]) {
+/// `out[r·n + i] = dot_row32(row r, xs[i])` (the same bits; n inputs)
+/// for rows unpacked as `ws` (one format) and inputs of equal block
+/// counts: the prefill, where rows unpacked once are taken against every
+/// input of a chunk that sits in L1.
+pub(super) fn dot_wide32_inputs(isa: Isa, ws: &[Wide32<'_>], xs: &[Act32<'_>], out: &mut [f32]) {
     let Some(nb) = xs.first().map(|x| x.d.len()) else {
         return;
     };
@@ -444,38 +445,47 @@ pub(super) fn dot_wide32_inputs(isa: Isa, w: Wide32<'_>, xs: &[Act32<'_>], out: 
         xs.iter()
             .all(|x| x.d.len() == nb && x.q.len() >= 32 * quants)
     );
+    let Some(first) = ws.first() else {
+        return;
+    };
     assert!(
-        w.d.len() >= padded && w.q.len() >= 32 * padded,
-        "wide row of {nb} blocks"
+        ws.iter().all(|w| w.d.len() >= padded
+            && w.q.len() >= 32 * padded
+            && w.m.is_none_or(|m| m.len() >= padded)
+            && (w.signed, w.offset, w.m.is_some())
+                == (first.signed, first.offset, first.m.is_some())),
+        "wide rows of {nb} blocks, one format"
     );
-    assert!(w.m.is_none_or(|m| m.len() >= padded));
-    assert!(out.len() >= xs.len());
+    assert!(out.len() >= ws.len() * xs.len());
     match isa {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2 | Isa::Avx512Vnni => {
             if isa == Isa::Avx512Vnni {
                 // SAFETY: AVX2, F16C and AVX-512 F/VL/VNNI detected; the
-                // row and every input's quants (in lane order) are padded
-                // to whole groups, each input has `nb` blocks (asserted).
-                unsafe { x86::wide_vnni(w, xs, out) }
+                // rows and every input's quants (in lane order) are padded
+                // to whole groups, each input has `nb` blocks, the rows
+                // one format and `out` room for every result (asserted).
+                unsafe { x86::wide_vnni(ws, xs, out) }
             } else {
                 // SAFETY: AVX2 and F16C detected; lengths as above.
-                unsafe { x86::wide_avx2(w, xs, out) }
+                unsafe { x86::wide_avx2(ws, xs, out) }
             }
         }
         _ => {
-            for (x, o) in xs.iter().zip(out) {
-                let mut acc = [0f32; 8];
-                for b in 0..nb {
-                    let (q, xb) = (&w.q[32 * b..32 * (b + 1)], &x.q[32 * b..32 * (b + 1)]);
-                    let isum = block_ints(isa, w.signed, q, xb);
-                    let lane = &mut acc[b % 8];
-                    *lane += (w.d[b] * x.d[b]) * (isum - w.offset * x.sum[b]) as f32;
-                    if let Some(m) = w.m {
-                        *lane += m[b] * x.s[b];
+            for (w, out) in ws.iter().zip(out.chunks_mut(xs.len())) {
+                for (x, o) in xs.iter().zip(out) {
+                    let mut acc = [0f32; 8];
+                    for b in 0..nb {
+                        let (q, xb) = (&w.q[32 * b..32 * (b + 1)], &x.q[32 * b..32 * (b + 1)]);
+                        let isum = block_ints(isa, w.signed, q, xb);
+                        let lane = &mut acc[b % 8];
+                        *lane += (w.d[b] * x.d[b]) * (isum - w.offset * x.sum[b]) as f32;
+                        if let Some(m) = w.m {
+                            *lane += m[b] * x.s[b];
+                        }
                     }
+                    *o = lane_sum(&acc);
                 }
-                *o = lane_sum(&acc);
             }
         }
     }
@@ -601,59 +611,79 @@ pub(super) struct KRowLanes<'a> {
     pub d: &'a [f32],
     pub dmin: &'a [f32],
     pub has_min: bool,
+    /// offset × scale per 16 elements (fits an i16: |offset| ≤ 32,
+    /// |scale| ≤ 128).
+    pub so: &'a [i16],
 }
 
-/// `out[j] = row · xs[j]` with the bits of `kquant::dot` (the f32 steps
-/// of `kquant::add_sums` in lane b mod 8 for super-block b, the lanes
-/// summed by `lane_sum`), for a row and inputs in lane order: the
-/// prefill's K-quant rows on the sets that take lane order.
-pub(super) fn kdots_inputs(isa: Isa, w: KRowLanes<'_>, xs: &[Q8KView<'_>], out: &mut [f32]) {
-    let nb = w.d.len();
+/// `out[r·n + j] = row r · xs[j]` (n inputs) with the bits of
+/// `kquant::dot` (the f32 steps of `kquant::add_sums` in lane b mod 8
+/// for super-block b, the lanes summed by `lane_sum`), for rows of one
+/// format and inputs in lane order: the prefill's K-quant rows on the
+/// sets that take lane order.
+pub(super) fn kdots_inputs(isa: Isa, ws: &[KRowLanes<'_>], xs: &[Q8KView<'_>], out: &mut [f32]) {
+    let Some(first) = ws.first() else {
+        return;
+    };
+    let nb = first.d.len();
     assert!(
-        w.ints.q.len() >= 256 * nb
+        ws.iter().all(|w| w.d.len() == nb
+            && w.ints.q.len() >= 256 * nb
             && w.ints.sc.len() >= 16 * nb
             && w.ints.m.len() >= 16 * nb
-            && w.dmin.len() >= nb,
-        "{nb} super-blocks"
+            && w.so.len() >= 16 * nb
+            && w.dmin.len() >= nb
+            && (w.ints.offset, w.has_min) == (first.ints.offset, first.has_min)),
+        "rows of {nb} super-blocks, one format"
     );
     assert!(
         xs.iter()
             .all(|x| x.q.len() >= 256 * nb && x.bsums.len() >= 16 * nb && x.d.len() >= nb)
     );
-    assert!(out.len() >= xs.len(), "one result per input");
+    assert!(
+        out.len() >= ws.len() * xs.len(),
+        "one result per row and input"
+    );
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AVX2 and AVX-512 F/VL/VNNI detected; lengths asserted.
-        Isa::Avx512Vnni => unsafe { x86::klanes_vnni(w, xs, out) },
+        Isa::Avx512Vnni => unsafe { x86::klanes_vnni(ws, xs, out) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AVX2 detected; lengths asserted.
-        Isa::Avx2 => unsafe { x86::klanes_avx2(w, xs, out) },
+        Isa::Avx2 => unsafe { x86::klanes_avx2(ws, xs, out) },
         _ => {
-            for (x, o) in xs.iter().zip(out) {
-                let mut lanes = [0f32; 8];
-                for b in 0..nb {
-                    let (mut isum, mut imin) = (0i32, 0i32);
-                    for g in 0..16 {
-                        // Group g is lane g mod 8 of the super-block's
-                        // tile g / 8.
-                        let mut dot = 0i32;
-                        for e in 0..16 {
-                            let at = 256 * b + 128 * (g / 8) + 32 * (e / 4) + 4 * (g % 8) + e % 4;
-                            dot += i32::from(w.ints.q[at]) * i32::from(x.q[at]);
-                        }
-                        let bs = i32::from(x.bsums[16 * b + g]);
-                        isum += i32::from(w.ints.sc[16 * b + g]) * (dot - w.ints.offset * bs);
-                        imin += i32::from(w.ints.m[16 * b + g]) * bs;
-                    }
-                    let lane = &mut lanes[b % 8];
-                    *lane += (w.d[b] * x.d[b]) * isum as f32;
-                    if w.has_min {
-                        *lane -= (w.dmin[b] * x.d[b]) * imin as f32;
-                    }
-                }
-                *o = lane_sum(&lanes);
+            for (w, out) in ws.iter().zip(out.chunks_mut(xs.len())) {
+                klanes_scalar(w, xs, out);
             }
         }
+    }
+}
+
+/// [`kdots_inputs`] of one row, in portable code.
+fn klanes_scalar(w: &KRowLanes<'_>, xs: &[Q8KView<'_>], out: &mut [f32]) {
+    let nb = w.d.len();
+    for (x, o) in xs.iter().zip(out) {
+        let mut lanes = [0f32; 8];
+        for b in 0..nb {
+            let (mut isum, mut imin) = (0i32, 0i32);
+            for g in 0..16 {
+                // Group g is lane g mod 8 of the super-block's tile g / 8.
+                let mut dot = 0i32;
+                for e in 0..16 {
+                    let at = 256 * b + 128 * (g / 8) + 32 * (e / 4) + 4 * (g % 8) + e % 4;
+                    dot += i32::from(w.ints.q[at]) * i32::from(x.q[at]);
+                }
+                let bs = i32::from(x.bsums[16 * b + g]);
+                isum += i32::from(w.ints.sc[16 * b + g]) * (dot - w.ints.offset * bs);
+                imin += i32::from(w.ints.m[16 * b + g]) * bs;
+            }
+            let lane = &mut lanes[b % 8];
+            *lane += (w.d[b] * x.d[b]) * isum as f32;
+            if w.has_min {
+                *lane -= (w.dmin[b] * x.d[b]) * imin as f32;
+            }
+        }
+        *o = lane_sum(&lanes);
     }
 }
 

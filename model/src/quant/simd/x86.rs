@@ -5,7 +5,7 @@
 
 use std::arch::x86_64::*;
 
-use super::{Act32, Blocks, KBlockInts, KRowInts, KRowLanes, Q8KView, Quants32, Row32, Wide32};
+use super::{Act32, Blocks, KBlockInts, KRowLanes, Q8KView, Quants32, Row32, Wide32};
 
 /// u8 × i8 products summed in fours into 8 × i32 (every u below 64, or
 /// below 129 with |x| ≤ 127, so `vpmaddubsw` never saturates).
@@ -239,33 +239,52 @@ fn dot_acc<const VNNI: bool>(acc: __m256i, u: __m256i, x: __m256i) -> __m256i {
 }
 
 /// The integer sums of one group of 8 blocks in lane order
-/// (`super::lane_order`, 256 bytes from `q` and from each `x`) with each
-/// of `P` inputs: block b's in lane b, with no horizontal step. Two
-/// accumulators per input keep the multiply-adds' latency hidden.
+/// (`super::lane_order`, 256 bytes from each row's `q` and each `x`) of
+/// each of `R` rows with each of `P` inputs: block b's in lane b, with no
+/// horizontal step. Each input's bytes are loaded once for all the rows;
+/// one row keeps two accumulators per input so that the multiply-adds'
+/// latency stays hidden.
 ///
 /// # Safety
-/// `q` and each `x` point at 256 readable bytes; AVX2 code only.
+/// Each `q` and `x` points at 256 readable bytes; AVX2 code only.
 #[inline(always)]
-unsafe fn lane_ints<const VNNI: bool, const S: bool, const P: usize>(
-    q: *const u8,
+unsafe fn lane_ints<const VNNI: bool, const S: bool, const R: usize, const P: usize>(
+    q: &[*const u8; R],
     x: &[*const i8; P],
-) -> [__m256i; P] {
+) -> [[__m256i; P]; R] {
     // SAFETY: as documented.
     unsafe {
         let zero = _mm256_setzero_si256();
-        let mut acc = [[zero; 2]; P];
+        let mut acc = [[[zero; 2]; P]; R];
         for j in 0..8 {
-            let qv = _mm256_loadu_si256(q.add(32 * j).cast());
-            let u = if S { _mm256_sign_epi8(qv, qv) } else { qv };
-            for (a, xj) in acc.iter_mut().zip(x) {
+            let k = if R == 1 { j % 2 } else { 0 };
+            let mut qv = [zero; R];
+            let mut u = [zero; R];
+            for r in 0..R {
+                qv[r] = _mm256_loadu_si256(q[r].add(32 * j).cast());
+                u[r] = if S {
+                    _mm256_sign_epi8(qv[r], qv[r])
+                } else {
+                    qv[r]
+                };
+            }
+            for (p, xj) in x.iter().enumerate() {
                 let xv = _mm256_loadu_si256(xj.add(32 * j).cast());
-                let xv = if S { _mm256_sign_epi8(xv, qv) } else { xv };
-                a[j % 2] = dot_acc::<VNNI>(a[j % 2], u, xv);
+                for r in 0..R {
+                    let xr = if S { _mm256_sign_epi8(xv, qv[r]) } else { xv };
+                    acc[r][p][k] = dot_acc::<VNNI>(acc[r][p][k], u[r], xr);
+                }
             }
         }
-        let mut sums = [zero; P];
-        for (s, a) in sums.iter_mut().zip(acc) {
-            *s = _mm256_add_epi32(a[0], a[1]);
+        let mut sums = [[zero; P]; R];
+        for r in 0..R {
+            for p in 0..P {
+                sums[r][p] = if R == 1 {
+                    _mm256_add_epi32(acc[r][p][0], acc[r][p][1])
+                } else {
+                    acc[r][p][0]
+                };
+            }
         }
         sums
     }
@@ -275,90 +294,119 @@ unsafe fn lane_ints<const VNNI: bool, const S: bool, const P: usize>(
 /// (`super::lane_order32`): block l's sum in lanes l and 4 + l.
 ///
 /// # Safety
-/// `q` and each `x` point at 128 readable bytes; AVX2 code only.
+/// Each `q` and `x` points at 128 readable bytes; AVX2 code only.
 #[inline(always)]
-unsafe fn lane_ints_half<const VNNI: bool, const S: bool, const P: usize>(
-    q: *const u8,
+unsafe fn lane_ints_half<const VNNI: bool, const S: bool, const R: usize, const P: usize>(
+    q: &[*const u8; R],
     x: &[*const i8; P],
-) -> [__m256i; P] {
+) -> [[__m256i; P]; R] {
     // SAFETY: as documented.
     unsafe {
-        let mut acc = [_mm256_setzero_si256(); P];
+        let zero = _mm256_setzero_si256();
+        let mut acc = [[zero; P]; R];
         for j in 0..4 {
-            let qv = _mm256_loadu_si256(q.add(32 * j).cast());
-            let u = if S { _mm256_sign_epi8(qv, qv) } else { qv };
-            for (a, xj) in acc.iter_mut().zip(x) {
+            let mut qv = [zero; R];
+            let mut u = [zero; R];
+            for r in 0..R {
+                qv[r] = _mm256_loadu_si256(q[r].add(32 * j).cast());
+                u[r] = if S {
+                    _mm256_sign_epi8(qv[r], qv[r])
+                } else {
+                    qv[r]
+                };
+            }
+            for (p, xj) in x.iter().enumerate() {
                 let xv = _mm256_loadu_si256(xj.add(32 * j).cast());
-                let xv = if S { _mm256_sign_epi8(xv, qv) } else { xv };
-                *a = dot_acc::<VNNI>(*a, u, xv);
+                for r in 0..R {
+                    let xr = if S { _mm256_sign_epi8(xv, qv[r]) } else { xv };
+                    acc[r][p] = dot_acc::<VNNI>(acc[r][p], u[r], xr);
+                }
             }
         }
-        for a in acc.iter_mut() {
-            *a = _mm256_add_epi32(*a, _mm256_permute2x128_si256::<0x01>(*a, *a));
+        for row in acc.iter_mut() {
+            for a in row.iter_mut() {
+                *a = _mm256_add_epi32(*a, _mm256_permute2x128_si256::<0x01>(*a, *a));
+            }
         }
         acc
     }
 }
 
-/// `super::dot_wide32_inputs` for `P` inputs at a time: each group of
-/// 8 blocks of the row is loaded once for all of them.
+/// `super::dot_wide32_inputs` for `R` rows and `P` inputs at a time:
+/// each group of 8 blocks of the rows and of the inputs is loaded once
+/// for all the pairs; row r's results go to `out[r·stride + j]`.
 #[inline(always)]
-fn wide_p<const VNNI: bool, const S: bool, const P: usize>(
-    w: Wide32<'_>,
+fn wide_p<const VNNI: bool, const S: bool, const R: usize, const P: usize>(
+    ws: &[Wide32<'_>; R],
     xs: &[Act32<'_>],
     out: &mut [f32],
+    stride: usize,
 ) {
     let nb = xs[0].d.len();
-    // SAFETY: register operations, and loads within the row (padded
-    // to whole groups) and within each input's `nb` blocks (the
-    // caller checked both); inlined into AVX2 + F16C code.
+    let (offset, min) = (ws[0].offset, ws[0].m.is_some());
+    // SAFETY: register operations, and loads within the rows (padded to
+    // whole groups) and within each input's blocks (the caller checked
+    // both); inlined into AVX2 + F16C code.
     unsafe {
-        let mut acc = [_mm256_setzero_ps(); P];
+        let mut acc = [[_mm256_setzero_ps(); P]; R];
         let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-        let off = _mm256_set1_epi32(w.offset);
+        let off = _mm256_set1_epi32(offset);
         for g in (0..nb).step_by(8) {
             let n = (nb - g).min(8);
             let xq: [*const i8; P] = std::array::from_fn(|j| xs[j].q[32 * g..].as_ptr());
-            let wq = w.q[32 * g..].as_ptr();
+            let wq: [*const u8; R] = std::array::from_fn(|r| ws[r].q[32 * g..].as_ptr());
             let ints = if n <= 4 {
-                lane_ints_half::<VNNI, S, P>(wq, &xq)
+                lane_ints_half::<VNNI, S, R, P>(&wq, &xq)
             } else {
-                lane_ints::<VNNI, S, P>(wq, &xq)
+                lane_ints::<VNNI, S, R, P>(&wq, &xq)
             };
-            let dw = _mm256_loadu_ps(w.d[g..].as_ptr());
             let load = _mm256_cmpgt_epi32(_mm256_set1_epi32(n as i32), lanes);
             for j in 0..P {
                 let x = xs[j];
-                let (xd, xsum, xs) = if n == 8 {
+                let (xd, xsum) = if n == 8 {
                     (
                         _mm256_loadu_ps(x.d[g..].as_ptr()),
                         _mm256_loadu_si256(x.sum[g..].as_ptr().cast()),
-                        _mm256_loadu_ps(x.s[g..].as_ptr()),
                     )
                 } else {
                     (
                         _mm256_maskload_ps(x.d[g..].as_ptr(), load),
                         _mm256_maskload_epi32(x.sum[g..].as_ptr(), load),
-                        _mm256_maskload_ps(x.s[g..].as_ptr(), load),
                     )
                 };
-                let isum = if w.offset != 0 {
-                    _mm256_sub_epi32(ints[j], _mm256_mullo_epi32(xsum, off))
+                let xs_min = if !min {
+                    _mm256_setzero_ps()
+                } else if n == 8 {
+                    _mm256_loadu_ps(x.s[g..].as_ptr())
                 } else {
-                    ints[j]
+                    _mm256_maskload_ps(x.s[g..].as_ptr(), load)
                 };
-                let dd = _mm256_mul_ps(dw, xd);
-                let mut o = _mm256_add_ps(acc[j], _mm256_mul_ps(dd, _mm256_cvtepi32_ps(isum)));
-                if let Some(m) = w.m {
-                    o = _mm256_add_ps(o, _mm256_mul_ps(_mm256_loadu_ps(m[g..].as_ptr()), xs));
+                let shift = _mm256_mullo_epi32(xsum, off);
+                for r in 0..R {
+                    let isum = if offset != 0 {
+                        _mm256_sub_epi32(ints[r][j], shift)
+                    } else {
+                        ints[r][j]
+                    };
+                    let dd = _mm256_mul_ps(_mm256_loadu_ps(ws[r].d[g..].as_ptr()), xd);
+                    let a = acc[r][j];
+                    let mut o = _mm256_add_ps(a, _mm256_mul_ps(dd, _mm256_cvtepi32_ps(isum)));
+                    if let Some(m) = ws[r].m {
+                        o = _mm256_add_ps(
+                            o,
+                            _mm256_mul_ps(_mm256_loadu_ps(m[g..].as_ptr()), xs_min),
+                        );
+                    }
+                    if n < 8 {
+                        o = _mm256_blendv_ps(a, o, _mm256_castsi256_ps(load));
+                    }
+                    acc[r][j] = o;
                 }
-                if n < 8 {
-                    o = _mm256_blendv_ps(acc[j], o, _mm256_castsi256_ps(load));
-                }
-                acc[j] = o;
             }
         }
-        lane_sums(&acc, out);
+        for (r, a) in acc.iter().enumerate() {
+            lane_sums(a, &mut out[r * stride..]);
+        }
     }
 }
 
@@ -386,43 +434,67 @@ fn lane_sums<const P: usize>(acc: &[__m256; P], out: &mut [f32]) {
     }
 }
 
-/// How many inputs `wide` takes per pass over a row: eight dependency
-/// chains in flight (two per input), and each group of the row loaded
-/// once for four inputs (eight were no faster on Gemma 3's Q5_0
-/// 2048×640 with 531 inputs: 17.4–17.6 ms against 17.4–17.9, one
-/// thread).
+/// How many inputs `wide` takes per pass over its rows: with two rows,
+/// eight dependency chains in flight, and each group of the rows loaded
+/// once for four inputs.
 const WIDE_INPUTS: usize = 4;
 
+/// `R` rows against every input, `P` inputs at a time (then two, then
+/// one for the remainder).
 #[inline(always)]
-fn wide<const VNNI: bool, const S: bool>(w: Wide32<'_>, xs: &[Act32<'_>], out: &mut [f32]) {
-    let whole = xs.len() / WIDE_INPUTS * WIDE_INPUTS;
-    for (x, o) in xs[..whole]
-        .chunks_exact(WIDE_INPUTS)
-        .zip(out.chunks_exact_mut(WIDE_INPUTS))
-    {
-        wide_p::<VNNI, S, WIDE_INPUTS>(w, x, o);
+fn wide_rows<const VNNI: bool, const S: bool, const R: usize>(
+    ws: &[Wide32<'_>; R],
+    xs: &[Act32<'_>],
+    out: &mut [f32],
+    stride: usize,
+) {
+    let mut j = 0;
+    while j < xs.len() {
+        let (x, o) = (&xs[j..], &mut out[j..]);
+        j += match xs.len() - j {
+            1 => {
+                wide_p::<VNNI, S, R, 1>(ws, x, o, stride);
+                1
+            }
+            2 | 3 => {
+                wide_p::<VNNI, S, R, 2>(ws, x, o, stride);
+                2
+            }
+            _ => {
+                wide_p::<VNNI, S, R, WIDE_INPUTS>(ws, x, o, stride);
+                WIDE_INPUTS
+            }
+        };
     }
-    let (mut x, mut o) = (&xs[whole..], &mut out[whole..xs.len()]);
-    if x.len() >= 2 {
-        wide_p::<VNNI, S, 2>(w, &x[..2], &mut o[..2]);
-        (x, o) = (&x[2..], &mut o[2..]);
+}
+
+/// Every row of `ws` against every input, two rows at a time: row r's
+/// results at `out[r·xs.len()..]`.
+#[inline(always)]
+fn wide<const VNNI: bool, const S: bool>(ws: &[Wide32<'_>], xs: &[Act32<'_>], out: &mut [f32]) {
+    let n = xs.len();
+    let mut pairs = ws.chunks_exact(2);
+    for (i, pair) in pairs.by_ref().enumerate() {
+        wide_rows::<VNNI, S, 2>(&[pair[0], pair[1]], xs, &mut out[2 * i * n..], n);
     }
-    if let (Some(x), Some(o)) = (x.first(), o.first_mut()) {
-        wide_p::<VNNI, S, 1>(w, std::slice::from_ref(x), std::slice::from_mut(o));
+    if let [last] = pairs.remainder() {
+        let at = (ws.len() - 1) * n;
+        wide_rows::<VNNI, S, 1>(&[*last], xs, &mut out[at..], n);
     }
 }
 
 /// `super::dot_wide32_inputs` on AVX2.
 ///
 /// # Safety
-/// AVX2 and F16C present; `w` padded to whole groups of 8 blocks;
-/// every input of the same block count.
+/// AVX2 and F16C present; each row padded to whole groups of 8 blocks,
+/// all of one format; every input of the same block count, its quants
+/// padded too; `out` holds a result per row and input.
 #[target_feature(enable = "avx2,f16c")]
-pub(super) unsafe fn wide_avx2(w: Wide32<'_>, xs: &[Act32<'_>], out: &mut [f32]) {
-    if w.signed {
-        wide::<false, true>(w, xs, out);
+pub(super) unsafe fn wide_avx2(ws: &[Wide32<'_>], xs: &[Act32<'_>], out: &mut [f32]) {
+    if ws.first().is_some_and(|w| w.signed) {
+        wide::<false, true>(ws, xs, out);
     } else {
-        wide::<false, false>(w, xs, out);
+        wide::<false, false>(ws, xs, out);
     }
 }
 
@@ -431,11 +503,11 @@ pub(super) unsafe fn wide_avx2(w: Wide32<'_>, xs: &[Act32<'_>], out: &mut [f32])
 /// # Safety
 /// AVX2, F16C and AVX-512 F/VL/VNNI present; lengths as above.
 #[target_feature(enable = "avx2,f16c,avx512f,avx512vl,avx512vnni")]
-pub(super) unsafe fn wide_vnni(w: Wide32<'_>, xs: &[Act32<'_>], out: &mut [f32]) {
-    if w.signed {
-        wide::<true, true>(w, xs, out);
+pub(super) unsafe fn wide_vnni(ws: &[Wide32<'_>], xs: &[Act32<'_>], out: &mut [f32]) {
+    if ws.first().is_some_and(|w| w.signed) {
+        wide::<true, true>(ws, xs, out);
     } else {
-        wide::<true, false>(w, xs, out);
+        wide::<true, false>(ws, xs, out);
     }
 }
 
@@ -639,117 +711,169 @@ fn kblock_p<const VNNI: bool, const P: usize>(
     }
 }
 
-/// Super-blocks `g..g + n` (n ≤ 8) of a row in lane order by groups of
-/// 16 against each of `P` inputs (the same order): per input, block
-/// g + b's `(isum, imin)` of `super::kblock` in lane b (zero in lanes
-/// `n..`). A super-block's 8 multiply-adds per input leave group l's
-/// sum in lane l of `lo` (groups 0–7) or `hi` (8–15), scaled there by
-/// the group's scale; one reduction serves 8 super-blocks.
+/// Super-blocks `g..g + n` (n ≤ 8) of `R` rows in lane order by groups
+/// of 16 against each of `P` inputs (the same order): per row and input,
+/// block g + b's `(isum, imin)` of `super::kblock` in lane b (zero in
+/// lanes `n..`; `imin` only with `MIN`). A super-block's 8 multiply-adds
+/// per pair leave group l's sum in lane l of `lo` (groups 0–7) or `hi`
+/// (8–15), scaled there by the group's scale; the offset comes off as
+/// Σ (offset·scale)·Σx per group (`so`, with `OFF`); one reduction
+/// serves 8 super-blocks. Each input's bytes are loaded once for all
+/// the rows.
 ///
 /// # Safety
-/// `w` and every input hold blocks `g..g + n` (256 quants, 16 scales,
-/// minima and sums each); AVX2 code only.
+/// Every row and input hold blocks `g..g + n` (256 quants, 16 scales,
+/// scaled offsets, minima and sums each); AVX2 code only.
 #[inline(always)]
-unsafe fn klane_ints<const VNNI: bool, const P: usize>(
-    w: KRowInts<'_>,
+unsafe fn klane_ints<
+    const VNNI: bool,
+    const R: usize,
+    const P: usize,
+    const OFF: bool,
+    const MIN: bool,
+>(
+    w: &[KRowLanes<'_>; R],
     x: &[Q8KView<'_>; P],
     g: usize,
     n: usize,
-) -> ([__m256i; P], [__m256i; P]) {
+) -> ([[__m256i; P]; R], [[__m256i; P]; R]) {
     // SAFETY: as documented.
     unsafe {
         let zero = _mm256_setzero_si256();
-        let off = _mm256_set1_epi32(w.offset);
-        let mut is = [[zero; 8]; P];
-        let mut im = [[zero; 8]; P];
+        let mut is = [[[zero; 8]; P]; R];
+        let mut im = [[[zero; 8]; P]; R];
         for b in 0..n {
             let blk = g + b;
-            let q = w.q.as_ptr().add(256 * blk);
-            let mut lo = [zero; P];
-            let mut hi = [zero; P];
+            let mut lo = [[zero; P]; R];
+            let mut hi = [[zero; P]; R];
             for j in 0..4 {
-                let wl = _mm256_loadu_si256(q.add(32 * j).cast());
-                let wh = _mm256_loadu_si256(q.add(128 + 32 * j).cast());
+                let mut wl = [zero; R];
+                let mut wh = [zero; R];
+                for r in 0..R {
+                    let q = w[r].ints.q.as_ptr().add(256 * blk);
+                    wl[r] = _mm256_loadu_si256(q.add(32 * j).cast());
+                    wh[r] = _mm256_loadu_si256(q.add(128 + 32 * j).cast());
+                }
                 for p in 0..P {
                     let xq = x[p].q.as_ptr().add(256 * blk);
                     let xl = _mm256_loadu_si256(xq.add(32 * j).cast());
                     let xh = _mm256_loadu_si256(xq.add(128 + 32 * j).cast());
-                    lo[p] = dot_acc::<VNNI>(lo[p], wl, xl);
-                    hi[p] = dot_acc::<VNNI>(hi[p], wh, xh);
+                    for r in 0..R {
+                        lo[r][p] = dot_acc::<VNNI>(lo[r][p], wl[r], xl);
+                        hi[r][p] = dot_acc::<VNNI>(hi[r][p], wh[r], xh);
+                    }
                 }
             }
-            let sc = _mm256_loadu_si256(w.sc.as_ptr().add(16 * blk).cast());
-            let sc_lo = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(sc));
-            let sc_hi = _mm256_cvtepi16_epi32(_mm256_extracti128_si256::<1>(sc));
-            let m = _mm256_loadu_si256(w.m.as_ptr().add(16 * blk).cast());
+            let mut sc_lo = [zero; R];
+            let mut sc_hi = [zero; R];
+            let mut so = [zero; R];
+            let mut m = [zero; R];
+            for r in 0..R {
+                let sc = _mm256_loadu_si256(w[r].ints.sc.as_ptr().add(16 * blk).cast());
+                sc_lo[r] = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(sc));
+                sc_hi[r] = _mm256_cvtepi16_epi32(_mm256_extracti128_si256::<1>(sc));
+                if OFF {
+                    so[r] = _mm256_loadu_si256(w[r].so.as_ptr().add(16 * blk).cast());
+                }
+                if MIN {
+                    m[r] = _mm256_loadu_si256(w[r].ints.m.as_ptr().add(16 * blk).cast());
+                }
+            }
             for p in 0..P {
                 let bs = _mm256_loadu_si256(x[p].bsums.as_ptr().add(16 * blk).cast());
-                let scaled = _mm256_add_epi32(
-                    _mm256_mullo_epi32(lo[p], sc_lo),
-                    _mm256_mullo_epi32(hi[p], sc_hi),
-                );
-                let shift = _mm256_mullo_epi32(_mm256_madd_epi16(sc, bs), off);
-                is[p][b] = _mm256_sub_epi32(scaled, shift);
-                im[p][b] = _mm256_madd_epi16(m, bs);
+                for r in 0..R {
+                    let mut v = _mm256_add_epi32(
+                        _mm256_mullo_epi32(lo[r][p], sc_lo[r]),
+                        _mm256_mullo_epi32(hi[r][p], sc_hi[r]),
+                    );
+                    if OFF {
+                        v = _mm256_sub_epi32(v, _mm256_madd_epi16(so[r], bs));
+                    }
+                    is[r][p][b] = v;
+                    if MIN {
+                        im[r][p][b] = _mm256_madd_epi16(m[r], bs);
+                    }
+                }
             }
         }
         // Loops, not `from_fn`: a closure would not be compiled with
         // the entry point's features.
-        let (mut isum, mut imin) = ([zero; P], [zero; P]);
-        for p in 0..P {
-            isum[p] = reduce8(&is[p]);
-            imin[p] = reduce8(&im[p]);
+        let (mut isum, mut imin) = ([[zero; P]; R], [[zero; P]; R]);
+        for r in 0..R {
+            for p in 0..P {
+                isum[r][p] = reduce8(&is[r][p]);
+                if MIN {
+                    imin[r][p] = reduce8(&im[r][p]);
+                }
+            }
         }
         (isum, imin)
     }
 }
 
-/// `super::kdots_inputs` for `P` inputs at a time: each super-block of
-/// the row loaded once for all of them, the f32 steps of `kquant`'s
-/// lanes on 8 super-blocks at once.
+/// `super::kdots_inputs` for `R` rows and `P` inputs at a time: each
+/// super-block of the rows and inputs loaded once for all the pairs, the
+/// f32 steps of `kquant`'s lanes on 8 super-blocks at once; row r's
+/// results go to `out[r·stride + j]`.
 #[inline(always)]
-fn klanes_p<const VNNI: bool, const P: usize>(
-    w: KRowLanes<'_>,
+fn klanes_p<const VNNI: bool, const R: usize, const P: usize, const OFF: bool, const MIN: bool>(
+    w: &[KRowLanes<'_>; R],
     xs: &[Q8KView<'_>],
     out: &mut [f32],
+    stride: usize,
 ) {
-    let nb = w.d.len();
+    let nb = w[0].d.len();
     let x: [Q8KView<'_>; P] = std::array::from_fn(|p| xs[p]);
     // SAFETY: register operations, and loads of blocks below `nb` of
-    // the row and of each input (the caller checked the lengths); the
+    // the rows and of each input (the caller checked the lengths); the
     // partial group's scales are loaded under a mask; inlined into AVX2
     // code.
     unsafe {
-        let mut acc = [_mm256_setzero_ps(); P];
+        let mut acc = [[_mm256_setzero_ps(); P]; R];
         let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
         for g in (0..nb).step_by(8) {
             let n = (nb - g).min(8);
             let (isum, imin) = match n {
-                8 => klane_ints::<VNNI, P>(w.ints, &x, g, 8),
-                4 => klane_ints::<VNNI, P>(w.ints, &x, g, 4),
-                _ => klane_ints::<VNNI, P>(w.ints, &x, g, n),
+                8 => klane_ints::<VNNI, R, P, OFF, MIN>(w, &x, g, 8),
+                4 => klane_ints::<VNNI, R, P, OFF, MIN>(w, &x, g, 4),
+                _ => klane_ints::<VNNI, R, P, OFF, MIN>(w, &x, g, n),
             };
             let load = _mm256_cmpgt_epi32(_mm256_set1_epi32(n as i32), lanes);
-            let (dw, dmin) = (scales8(w.d, g, n, load), scales8(w.dmin, g, n, load));
+            let mut dw = [_mm256_setzero_ps(); R];
+            let mut dmin = [_mm256_setzero_ps(); R];
+            for r in 0..R {
+                dw[r] = scales8(w[r].d, g, n, load);
+                if MIN {
+                    dmin[r] = scales8(w[r].dmin, g, n, load);
+                }
+            }
             for p in 0..P {
                 let dx = scales8(x[p].d, g, n, load);
-                let mut o = _mm256_add_ps(
-                    acc[p],
-                    _mm256_mul_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(isum[p])),
-                );
-                if w.has_min {
-                    o = _mm256_sub_ps(
-                        o,
-                        _mm256_mul_ps(_mm256_mul_ps(dmin, dx), _mm256_cvtepi32_ps(imin[p])),
+                for r in 0..R {
+                    let a = acc[r][p];
+                    let mut o = _mm256_add_ps(
+                        a,
+                        _mm256_mul_ps(_mm256_mul_ps(dw[r], dx), _mm256_cvtepi32_ps(isum[r][p])),
                     );
+                    if MIN {
+                        o = _mm256_sub_ps(
+                            o,
+                            _mm256_mul_ps(
+                                _mm256_mul_ps(dmin[r], dx),
+                                _mm256_cvtepi32_ps(imin[r][p]),
+                            ),
+                        );
+                    }
+                    if n < 8 {
+                        o = _mm256_blendv_ps(a, o, _mm256_castsi256_ps(load));
+                    }
+                    acc[r][p] = o;
                 }
-                if n < 8 {
-                    o = _mm256_blendv_ps(acc[p], o, _mm256_castsi256_ps(load));
-                }
-                acc[p] = o;
             }
         }
-        lane_sums(&acc, out);
+        for (r, a) in acc.iter().enumerate() {
+            lane_sums(a, &mut out[r * stride..]);
+        }
     }
 }
 
@@ -770,35 +894,76 @@ unsafe fn scales8(v: &[f32], g: usize, n: usize, load: __m256i) -> __m256 {
     }
 }
 
+/// `R` rows against every input, four inputs at a time (then two, then
+/// one for the remainder).
 #[inline(always)]
-fn klanes<const VNNI: bool>(w: KRowLanes<'_>, xs: &[Q8KView<'_>], out: &mut [f32]) {
+fn klanes_rows<const VNNI: bool, const R: usize, const OFF: bool, const MIN: bool>(
+    w: &[KRowLanes<'_>; R],
+    xs: &[Q8KView<'_>],
+    out: &mut [f32],
+    stride: usize,
+) {
     let mut j = 0;
     while j < xs.len() {
         let (x, o) = (&xs[j..], &mut out[j..]);
         j += match xs.len() - j {
             1 => {
-                klanes_p::<VNNI, 1>(w, x, o);
+                klanes_p::<VNNI, R, 1, OFF, MIN>(w, x, o, stride);
                 1
             }
             2 | 3 => {
-                klanes_p::<VNNI, 2>(w, x, o);
+                klanes_p::<VNNI, R, 2, OFF, MIN>(w, x, o, stride);
                 2
             }
             _ => {
-                klanes_p::<VNNI, 4>(w, x, o);
+                klanes_p::<VNNI, R, 4, OFF, MIN>(w, x, o, stride);
                 4
             }
         };
     }
 }
 
+/// Every row of `ws` against every input, two rows at a time: row r's
+/// results at `out[r·xs.len()..]`.
+#[inline(always)]
+fn klanes_all<const VNNI: bool, const OFF: bool, const MIN: bool>(
+    ws: &[KRowLanes<'_>],
+    xs: &[Q8KView<'_>],
+    out: &mut [f32],
+) {
+    let n = xs.len();
+    let mut pairs = ws.chunks_exact(2);
+    for (i, pair) in pairs.by_ref().enumerate() {
+        klanes_rows::<VNNI, 2, OFF, MIN>(&[pair[0], pair[1]], xs, &mut out[2 * i * n..], n);
+    }
+    if let [last] = pairs.remainder() {
+        let at = (ws.len() - 1) * n;
+        klanes_rows::<VNNI, 1, OFF, MIN>(&[*last], xs, &mut out[at..], n);
+    }
+}
+
+/// The rows' format as constants: whether quants carry an offset and
+/// whether groups have a minimum (each K-quant has one or the other).
+#[inline(always)]
+fn klanes<const VNNI: bool>(ws: &[KRowLanes<'_>], xs: &[Q8KView<'_>], out: &mut [f32]) {
+    let Some(first) = ws.first() else {
+        return;
+    };
+    match (first.ints.offset != 0, first.has_min) {
+        (true, true) => klanes_all::<VNNI, true, true>(ws, xs, out),
+        (true, false) => klanes_all::<VNNI, true, false>(ws, xs, out),
+        (false, true) => klanes_all::<VNNI, false, true>(ws, xs, out),
+        (false, false) => klanes_all::<VNNI, false, false>(ws, xs, out),
+    }
+}
+
 /// `super::kdots_inputs` on AVX2.
 ///
 /// # Safety
-/// AVX2 present; lengths as `kdots_inputs` asserts.
+/// AVX2 present; lengths and formats as `kdots_inputs` asserts.
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn klanes_avx2(w: KRowLanes<'_>, xs: &[Q8KView<'_>], out: &mut [f32]) {
-    klanes::<false>(w, xs, out);
+pub(super) unsafe fn klanes_avx2(ws: &[KRowLanes<'_>], xs: &[Q8KView<'_>], out: &mut [f32]) {
+    klanes::<false>(ws, xs, out);
 }
 
 /// `super::kdots_inputs` on AVX-512 VNNI.
@@ -806,8 +971,8 @@ pub(super) unsafe fn klanes_avx2(w: KRowLanes<'_>, xs: &[Q8KView<'_>], out: &mut
 /// # Safety
 /// AVX2, AVX-512F, VL and VNNI present; lengths as above.
 #[target_feature(enable = "avx2,avx512f,avx512vl,avx512vnni")]
-pub(super) unsafe fn klanes_vnni(w: KRowLanes<'_>, xs: &[Q8KView<'_>], out: &mut [f32]) {
-    klanes::<true>(w, xs, out);
+pub(super) unsafe fn klanes_vnni(ws: &[KRowLanes<'_>], xs: &[Q8KView<'_>], out: &mut [f32]) {
+    klanes::<true>(ws, xs, out);
 }
 
 /// `super::dot_groups16` on AVX2 for an even number of groups.
