@@ -31,8 +31,9 @@ pub(crate) struct Admitted {
     pub layer: usize,
     /// `[q_heads][d]` fixed-point queries.
     pub q: Vec<i32>,
-    /// The same for SparF's approximate stage (q̃ in a rotated sequence).
-    pub q_approx: Vec<i32>,
+    /// The same for SparF's approximate stage in a rotated sequence (q̃);
+    /// `None` where that stage takes `q` itself.
+    pub q_approx: Option<Vec<i32>>,
     pub method: MethodParams,
 }
 
@@ -161,7 +162,8 @@ where
                         g,
                         d,
                         q: &a.q[h * g * d..(h + 1) * g * d],
-                        q_approx: &a.q_approx[h * g * d..(h + 1) * g * d],
+                        q_approx: &a.q_approx.as_deref().unwrap_or(&a.q)
+                            [h * g * d..(h + 1) * g * d],
                         vsum: seq.vsum(a.layer, h),
                         index: seq.page_index(a.layer, h),
                     })

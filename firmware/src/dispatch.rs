@@ -473,9 +473,10 @@ where
     };
     let (q, rest) = body.split_at(q_heads * d);
     let (q_approx, kv) = if rotated && matches!(method, MethodParams::SparF(..)) {
-        rest.split_at(q_heads * d)
+        let (qa, kv) = rest.split_at(q_heads * d);
+        (Some(qa), kv)
     } else {
-        (q, rest)
+        (None, rest)
     };
     if append {
         append_tokens(board, st, c.seq, layer, 1, Rows::split(kv, rotated))?;
@@ -484,7 +485,7 @@ where
         seq: c.seq,
         layer,
         q: q.iter().map(|&x| model::fx(x)).collect(),
-        q_approx: q_approx.iter().map(|&x| model::fx(x)).collect(),
+        q_approx: q_approx.map(|qa| qa.iter().map(|&x| model::fx(x)).collect()),
         method: match method {
             MethodParams::SparF(p, _) => MethodParams::SparF(p, guard),
             m => m,
