@@ -4,6 +4,7 @@
 //! VNNI, so no call is left in a loop.
 
 use std::arch::x86_64::*;
+use std::marker::PhantomData;
 
 use super::{Act32, Blocks, KBlockInts, KRowLanes, Q8KView, Quants32, Row32, Wide32};
 
@@ -239,16 +240,25 @@ fn dot_acc<const VNNI: bool>(acc: __m256i, u: __m256i, x: __m256i) -> __m256i {
 }
 
 /// The integer sums of one group of 8 blocks in lane order
-/// (`super::lane_order`, 256 bytes from each row's `q` and each `x`) of
-/// each of `R` rows with each of `P` inputs: block b's in lane b, with no
+/// (`super::lane_order`, 256 bytes from each row's `q` and each `x`; with
+/// `HALF`, a last group of at most 4 blocks in half a tile, 128 bytes,
+/// `super::lane_order32`) of each of `R` rows with each of `P` inputs:
+/// block b's in lane b (in a half tile also in lane 4 + b), with no
 /// horizontal step. Each input's bytes are loaded once for all the rows;
 /// one row keeps two accumulators per input so that the multiply-adds'
 /// latency stays hidden.
 ///
 /// # Safety
-/// Each `q` and `x` points at 256 readable bytes; AVX2 code only.
+/// Each `q` and `x` points at 256 (`HALF`: 128) readable bytes; AVX2
+/// code only.
 #[inline(always)]
-unsafe fn lane_ints<const VNNI: bool, const S: bool, const R: usize, const P: usize>(
+unsafe fn lane_ints<
+    const VNNI: bool,
+    const S: bool,
+    const R: usize,
+    const P: usize,
+    const HALF: bool,
+>(
     q: &[*const u8; R],
     x: &[*const i8; P],
 ) -> [[__m256i; P]; R] {
@@ -256,7 +266,7 @@ unsafe fn lane_ints<const VNNI: bool, const S: bool, const R: usize, const P: us
     unsafe {
         let zero = _mm256_setzero_si256();
         let mut acc = [[[zero; 2]; P]; R];
-        for j in 0..8 {
+        for j in 0..if HALF { 4 } else { 8 } {
             let k = if R == 1 { j % 2 } else { 0 };
             let mut qv = [zero; R];
             let mut u = [zero; R];
@@ -279,56 +289,19 @@ unsafe fn lane_ints<const VNNI: bool, const S: bool, const R: usize, const P: us
         let mut sums = [[zero; P]; R];
         for r in 0..R {
             for p in 0..P {
-                sums[r][p] = if R == 1 {
+                let a = if R == 1 {
                     _mm256_add_epi32(acc[r][p][0], acc[r][p][1])
                 } else {
                     acc[r][p][0]
                 };
+                sums[r][p] = if HALF {
+                    _mm256_add_epi32(a, _mm256_permute2x128_si256::<0x01>(a, a))
+                } else {
+                    a
+                };
             }
         }
         sums
-    }
-}
-
-/// [`lane_ints`] for a last group of at most 4 blocks in half a tile
-/// (`super::lane_order32`): block l's sum in lanes l and 4 + l.
-///
-/// # Safety
-/// Each `q` and `x` points at 128 readable bytes; AVX2 code only.
-#[inline(always)]
-unsafe fn lane_ints_half<const VNNI: bool, const S: bool, const R: usize, const P: usize>(
-    q: &[*const u8; R],
-    x: &[*const i8; P],
-) -> [[__m256i; P]; R] {
-    // SAFETY: as documented.
-    unsafe {
-        let zero = _mm256_setzero_si256();
-        let mut acc = [[zero; P]; R];
-        for j in 0..4 {
-            let mut qv = [zero; R];
-            let mut u = [zero; R];
-            for r in 0..R {
-                qv[r] = _mm256_loadu_si256(q[r].add(32 * j).cast());
-                u[r] = if S {
-                    _mm256_sign_epi8(qv[r], qv[r])
-                } else {
-                    qv[r]
-                };
-            }
-            for (p, xj) in x.iter().enumerate() {
-                let xv = _mm256_loadu_si256(xj.add(32 * j).cast());
-                for r in 0..R {
-                    let xr = if S { _mm256_sign_epi8(xv, qv[r]) } else { xv };
-                    acc[r][p] = dot_acc::<VNNI>(acc[r][p], u[r], xr);
-                }
-            }
-        }
-        for row in acc.iter_mut() {
-            for a in row.iter_mut() {
-                *a = _mm256_add_epi32(*a, _mm256_permute2x128_si256::<0x01>(*a, *a));
-            }
-        }
-        acc
     }
 }
 
@@ -356,9 +329,9 @@ fn wide_p<const VNNI: bool, const S: bool, const R: usize, const P: usize>(
             let xq: [*const i8; P] = std::array::from_fn(|j| xs[j].q[32 * g..].as_ptr());
             let wq: [*const u8; R] = std::array::from_fn(|r| ws[r].q[32 * g..].as_ptr());
             let ints = if n <= 4 {
-                lane_ints_half::<VNNI, S, R, P>(&wq, &xq)
+                lane_ints::<VNNI, S, R, P, true>(&wq, &xq)
             } else {
-                lane_ints::<VNNI, S, R, P>(&wq, &xq)
+                lane_ints::<VNNI, S, R, P, false>(&wq, &xq)
             };
             let load = _mm256_cmpgt_epi32(_mm256_set1_epi32(n as i32), lanes);
             for j in 0..P {
@@ -397,16 +370,35 @@ fn wide_p<const VNNI: bool, const S: bool, const R: usize, const P: usize>(
                             _mm256_mul_ps(_mm256_loadu_ps(m[g..].as_ptr()), xs_min),
                         );
                     }
-                    if n < 8 {
-                        o = _mm256_blendv_ps(a, o, _mm256_castsi256_ps(load));
-                    }
-                    acc[r][j] = o;
+                    acc[r][j] = kept(a, o, n, load);
                 }
             }
         }
-        for (r, a) in acc.iter().enumerate() {
-            lane_sums(a, &mut out[r * stride..]);
-        }
+        rows_out(&acc, out, stride);
+    }
+}
+
+/// `o` in the lanes of a group's blocks (`load`: lanes below `n` set),
+/// `a` above them (a partial group leaves those lanes' bits alone).
+#[inline(always)]
+fn kept(a: __m256, o: __m256, n: usize, load: __m256i) -> __m256 {
+    if n < 8 {
+        // SAFETY: register operations; inlined into AVX2 code.
+        unsafe { _mm256_blendv_ps(a, o, _mm256_castsi256_ps(load)) }
+    } else {
+        o
+    }
+}
+
+/// Each row's lane sums ([`lane_sums`]) to `out[r·stride..]`.
+#[inline(always)]
+fn rows_out<const R: usize, const P: usize>(
+    acc: &[[__m256; P]; R],
+    out: &mut [f32],
+    stride: usize,
+) {
+    for (r, a) in acc.iter().enumerate() {
+        lane_sums(a, &mut out[r * stride..]);
     }
 }
 
@@ -439,12 +431,25 @@ fn lane_sums<const P: usize>(acc: &[__m256; P], out: &mut [f32]) {
 /// once for four inputs.
 const WIDE_INPUTS: usize = 4;
 
-/// `R` rows against every input, `P` inputs at a time (then two, then
-/// one for the remainder).
+/// A prefill kernel that takes `R` rows by `P` inputs per pass, row r's
+/// results to `out[r·stride + j]`.
+trait Pass {
+    type Row: Copy;
+    type Input: Copy;
+    fn pass<const R: usize, const P: usize>(
+        ws: &[Self::Row; R],
+        xs: &[Self::Input],
+        out: &mut [f32],
+        stride: usize,
+    );
+}
+
+/// `R` rows against every input, [`WIDE_INPUTS`] inputs at a time (then
+/// two, then one for the remainder).
 #[inline(always)]
-fn wide_rows<const VNNI: bool, const S: bool, const R: usize>(
-    ws: &[Wide32<'_>; R],
-    xs: &[Act32<'_>],
+fn by_inputs<K: Pass, const R: usize>(
+    ws: &[K::Row; R],
+    xs: &[K::Input],
     out: &mut [f32],
     stride: usize,
 ) {
@@ -453,15 +458,15 @@ fn wide_rows<const VNNI: bool, const S: bool, const R: usize>(
         let (x, o) = (&xs[j..], &mut out[j..]);
         j += match xs.len() - j {
             1 => {
-                wide_p::<VNNI, S, R, 1>(ws, x, o, stride);
+                K::pass::<R, 1>(ws, x, o, stride);
                 1
             }
             2 | 3 => {
-                wide_p::<VNNI, S, R, 2>(ws, x, o, stride);
+                K::pass::<R, 2>(ws, x, o, stride);
                 2
             }
             _ => {
-                wide_p::<VNNI, S, R, WIDE_INPUTS>(ws, x, o, stride);
+                K::pass::<R, WIDE_INPUTS>(ws, x, o, stride);
                 WIDE_INPUTS
             }
         };
@@ -471,16 +476,38 @@ fn wide_rows<const VNNI: bool, const S: bool, const R: usize>(
 /// Every row of `ws` against every input, two rows at a time: row r's
 /// results at `out[r·xs.len()..]`.
 #[inline(always)]
-fn wide<const VNNI: bool, const S: bool>(ws: &[Wide32<'_>], xs: &[Act32<'_>], out: &mut [f32]) {
+fn by_rows<K: Pass>(ws: &[K::Row], xs: &[K::Input], out: &mut [f32]) {
     let n = xs.len();
     let mut pairs = ws.chunks_exact(2);
     for (i, pair) in pairs.by_ref().enumerate() {
-        wide_rows::<VNNI, S, 2>(&[pair[0], pair[1]], xs, &mut out[2 * i * n..], n);
+        by_inputs::<K, 2>(&[pair[0], pair[1]], xs, &mut out[2 * i * n..], n);
     }
     if let [last] = pairs.remainder() {
         let at = (ws.len() - 1) * n;
-        wide_rows::<VNNI, S, 1>(&[*last], xs, &mut out[at..], n);
+        by_inputs::<K, 1>(&[*last], xs, &mut out[at..], n);
     }
+}
+
+/// [`wide_p`] as a [`Pass`] (on rows and inputs that live for `'a`).
+struct Wide<'a, const VNNI: bool, const S: bool>(PhantomData<&'a ()>);
+
+impl<'a, const VNNI: bool, const S: bool> Pass for Wide<'a, VNNI, S> {
+    type Row = Wide32<'a>;
+    type Input = Act32<'a>;
+    #[inline(always)]
+    fn pass<const R: usize, const P: usize>(
+        ws: &[Wide32<'a>; R],
+        xs: &[Act32<'a>],
+        out: &mut [f32],
+        stride: usize,
+    ) {
+        wide_p::<VNNI, S, R, P>(ws, xs, out, stride);
+    }
+}
+
+#[inline(always)]
+fn wide<const VNNI: bool, const S: bool>(ws: &[Wide32<'_>], xs: &[Act32<'_>], out: &mut [f32]) {
+    by_rows::<Wide<'_, VNNI, S>>(ws, xs, out);
 }
 
 /// `super::dot_wide32_inputs` on AVX2.
@@ -864,16 +891,11 @@ fn klanes_p<const VNNI: bool, const R: usize, const P: usize, const OFF: bool, c
                             ),
                         );
                     }
-                    if n < 8 {
-                        o = _mm256_blendv_ps(a, o, _mm256_castsi256_ps(load));
-                    }
-                    acc[r][p] = o;
+                    acc[r][p] = kept(a, o, n, load);
                 }
             }
         }
-        for (r, a) in acc.iter().enumerate() {
-            lane_sums(a, &mut out[r * stride..]);
-        }
+        rows_out(&acc, out, stride);
     }
 }
 
@@ -894,52 +916,30 @@ unsafe fn scales8(v: &[f32], g: usize, n: usize, load: __m256i) -> __m256 {
     }
 }
 
-/// `R` rows against every input, four inputs at a time (then two, then
-/// one for the remainder).
-#[inline(always)]
-fn klanes_rows<const VNNI: bool, const R: usize, const OFF: bool, const MIN: bool>(
-    w: &[KRowLanes<'_>; R],
-    xs: &[Q8KView<'_>],
-    out: &mut [f32],
-    stride: usize,
-) {
-    let mut j = 0;
-    while j < xs.len() {
-        let (x, o) = (&xs[j..], &mut out[j..]);
-        j += match xs.len() - j {
-            1 => {
-                klanes_p::<VNNI, R, 1, OFF, MIN>(w, x, o, stride);
-                1
-            }
-            2 | 3 => {
-                klanes_p::<VNNI, R, 2, OFF, MIN>(w, x, o, stride);
-                2
-            }
-            _ => {
-                klanes_p::<VNNI, R, 4, OFF, MIN>(w, x, o, stride);
-                4
-            }
-        };
+/// [`klanes_p`] as a [`Pass`] (on rows and inputs that live for `'a`).
+struct KLanes<'a, const VNNI: bool, const OFF: bool, const MIN: bool>(PhantomData<&'a ()>);
+
+impl<'a, const VNNI: bool, const OFF: bool, const MIN: bool> Pass for KLanes<'a, VNNI, OFF, MIN> {
+    type Row = KRowLanes<'a>;
+    type Input = Q8KView<'a>;
+    #[inline(always)]
+    fn pass<const R: usize, const P: usize>(
+        ws: &[KRowLanes<'a>; R],
+        xs: &[Q8KView<'a>],
+        out: &mut [f32],
+        stride: usize,
+    ) {
+        klanes_p::<VNNI, R, P, OFF, MIN>(ws, xs, out, stride);
     }
 }
 
-/// Every row of `ws` against every input, two rows at a time: row r's
-/// results at `out[r·xs.len()..]`.
 #[inline(always)]
 fn klanes_all<const VNNI: bool, const OFF: bool, const MIN: bool>(
     ws: &[KRowLanes<'_>],
     xs: &[Q8KView<'_>],
     out: &mut [f32],
 ) {
-    let n = xs.len();
-    let mut pairs = ws.chunks_exact(2);
-    for (i, pair) in pairs.by_ref().enumerate() {
-        klanes_rows::<VNNI, 2, OFF, MIN>(&[pair[0], pair[1]], xs, &mut out[2 * i * n..], n);
-    }
-    if let [last] = pairs.remainder() {
-        let at = (ws.len() - 1) * n;
-        klanes_rows::<VNNI, 1, OFF, MIN>(&[*last], xs, &mut out[at..], n);
-    }
+    by_rows::<KLanes<'_, VNNI, OFF, MIN>>(ws, xs, out);
 }
 
 /// The rows' format as constants: whether quants carry an offset and
