@@ -98,7 +98,7 @@ fn namespaces(instance: u32) -> Result<(PathBuf, PathBuf), String> {
 
 /// The end-to-end vectors and the decode loop through `t`, bit for bit
 /// against the simulated board in this process.
-fn compare<T: Transport, U: Transport>(label: &str, a: T, b: U) -> Result<(), String> {
+pub(crate) fn compare<T: Transport, U: Transport>(label: &str, a: T, b: U) -> Result<(), String> {
     let mut csd = match probe(a).map_err(|e| format!("{label}: probe: {e}"))? {
         Drive::InstCsd(c) => *c,
         Drive::Plain(..) => return Err(format!("{label}: our target probed as a plain drive")),
@@ -136,7 +136,7 @@ fn compare<T: Transport, U: Transport>(label: &str, a: T, b: U) -> Result<(), St
         ));
     }
     println!(
-        "guest-test nvme-tcp ({label}): {} vectors equal bit for bit ({:.2} s); decode loop {seqs} seqs x 2 layers, prompt {prompt} + {steps} steps dense/SparF: {} outputs equal bit for bit ({:.2} s)",
+        "guest-test {label}: {} vectors equal bit for bit ({:.2} s); decode loop {seqs} seqs x 2 layers, prompt {prompt} + {steps} steps dense/SparF: {} outputs equal bit for bit ({:.2} s)",
         got.len(),
         (loop_start - start).as_secs_f64(),
         a.len(),
@@ -146,7 +146,7 @@ fn compare<T: Transport, U: Transport>(label: &str, a: T, b: U) -> Result<(), St
 }
 
 /// A command the firmware fails: its vendor status, unchanged.
-fn vendor_status(chr: &Path) -> Result<(), String> {
+pub(crate) fn vendor_status(label: &str, chr: &Path) -> Result<(), String> {
     let fetch = proto::DecodeFetch {
         seq: 4242,
         layer: 0,
@@ -171,7 +171,7 @@ fn vendor_status(chr: &Path) -> Result<(), String> {
         ));
     }
     println!(
-        "guest-test nvme-tcp: DECODE_FETCH of an unknown sequence: status {:#06x} through the kernel = the firmware's",
+        "guest-test {label}: DECODE_FETCH of an unknown sequence: status {:#06x} through the kernel = the firmware's",
         c.status
     );
     Ok(())
@@ -200,17 +200,17 @@ fn kernel_host_on_our_target() -> Result<(), String> {
     );
     let ioctl = LinuxNvme::new(Device::open(&chr).map_err(|e| e.to_string())?);
     compare(
-        "ioctl",
+        "nvme-tcp (ioctl)",
         ioctl,
         SimTransport::new(16384).map_err(|e| e.to_string())?,
     )?;
     let uring = UringNvme::open(&chr).map_err(|e| e.to_string())?;
     compare(
-        "io_uring",
+        "nvme-tcp (io_uring)",
         uring,
         SimTransport::new(16384).map_err(|e| e.to_string())?,
     )?;
-    vendor_status(&chr)?;
+    vendor_status("nvme-tcp", &chr)?;
     // Keep-alive: KATO 2 s; idle for 3 s, the controller must still answer
     // (the kernel's Keep Alive commands kept it; the target expires
     // controllers that send none).
@@ -233,7 +233,7 @@ fn kernel_host_on_our_target() -> Result<(), String> {
     let (_, chr) = namespaces(inst)?;
     let ioctl = LinuxNvme::new(Device::open(&chr).map_err(|e| e.to_string())?);
     let sim = SimTransport::new(16384).map_err(|e| e.to_string())?;
-    compare("ioctl after reconnect", ioctl, sim)?;
+    compare("nvme-tcp (ioctl after reconnect)", ioctl, sim)?;
     kernel_disconnect(inst)?;
     println!("guest-test nvme-tcp: disconnect and reconnect ok");
     // Header and data digests: the kernel's CRC32C against ours.
@@ -241,7 +241,7 @@ fn kernel_host_on_our_target() -> Result<(), String> {
     let (_, chr) = namespaces(inst)?;
     let ioctl = LinuxNvme::new(Device::open(&chr).map_err(|e| e.to_string())?);
     let sim = SimTransport::new(16384).map_err(|e| e.to_string())?;
-    compare("ioctl, header and data digests", ioctl, sim)?;
+    compare("nvme-tcp (ioctl, header and data digests)", ioctl, sim)?;
     kernel_disconnect(inst)?;
     Ok(())
 }

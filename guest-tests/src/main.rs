@@ -11,11 +11,14 @@
 //! | --- | --- |
 //! | `tests` | the transport tests run inside the guest |
 //! | `fabric` | NVMe/TCP on the guest's loopback: `instinfer serve` with the kernel's host, the kernel's target with our initiator |
+//! | `nvmevirt` | NVMeVirt with the InstCSD target: the kernel's PCIe NVMe driver to the firmware core in `nvmev.ko` |
 //! | `sys` | PID 1's system calls: mounts, module loading, QEMU's exit port; the crate's only `unsafe` |
 #![deny(unsafe_code)]
 
 #[cfg(target_os = "linux")]
 mod fabric;
+#[cfg(target_os = "linux")]
+mod nvmevirt;
 #[cfg(target_os = "linux")]
 mod sys;
 #[cfg(target_os = "linux")]
@@ -57,6 +60,15 @@ fn run() -> Result<(), String> {
     }
     if !ns.exists() {
         return Err("no /dev/nvme0n1 after loading nvme".into());
+    }
+    // The second boot (no IOMMU: NVMeVirt's virtual PCI bus cannot have
+    // its MSI-X remapped) runs NVMeVirt alone.
+    let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
+    if cmdline
+        .split_whitespace()
+        .any(|w| w == "guest_test=nvmevirt")
+    {
+        return nvmevirt::nvmevirt_path();
     }
     tests::ioctl_path(ns)?;
     tests::decode_loop(ns)?;

@@ -41,10 +41,29 @@ pub(crate) fn mount_basics() -> Result<(), String> {
 
 /// Loads a kernel module file.
 pub(crate) fn load_module(path: &str) -> Result<(), String> {
+    load_module_with(path, "")
+}
+
+/// Unloads module `name` (`rmmod`).
+pub(crate) fn unload_module(name: &str) -> Result<(), String> {
+    let n = c(name);
+    // SAFETY: delete_module(name, flags) with a NUL-terminated name.
+    let r = unsafe { libc::syscall(libc::SYS_delete_module, n.as_ptr(), libc::O_NONBLOCK) };
+    if r != 0 {
+        return Err(format!(
+            "unload {name}: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
+/// Loads a kernel module file with `params` (`name=value …`).
+pub(crate) fn load_module_with(path: &str, params: &str) -> Result<(), String> {
     let f = std::fs::File::open(path).map_err(|e| format!("{path}: {e}"))?;
-    let params = c("");
+    let params = c(params);
     // SAFETY: finit_module(fd, params, flags) with an open module file and
-    // an empty NUL-terminated parameter string.
+    // a NUL-terminated parameter string.
     let r = unsafe { libc::syscall(libc::SYS_finit_module, f.as_raw_fd(), params.as_ptr(), 0) };
     if r != 0 {
         let e = std::io::Error::last_os_error();

@@ -20,6 +20,8 @@
 //!   under QEMU: see [`qemu`].
 //! - `cargo xtask guest-test` — the Linux NVMe transports in a QEMU x86
 //!   guest: see [`guest`].
+//! - `cargo xtask nvmevirt build --src TARBALL` — NVMeVirt with the InstCSD
+//!   target as a kernel module for the guest's kernel: see [`nvmevirt`].
 //! - `cargo xtask fuzz [--seconds N | --runs N] [--target T] [--sanitizer S]` — the cargo-fuzz
 //!   targets in `fuzz/`: see [`fuzz`].
 //! - `cargo xtask flash --board daisyplus|cosmos-plus` — what a real board
@@ -31,6 +33,7 @@
 //! | [`hdl`] | `cargo xtask hdl`: the engine's Verilog generation, lint, co-simulation and synthesis |
 //! | [`qemu`] | `cargo xtask qemu`: the firmware under QEMU, its end-to-end test or a CLI demo |
 //! | [`guest`] | `cargo xtask guest-test`: the Linux NVMe transports in a QEMU x86 guest |
+//! | [`nvmevirt`] | `cargo xtask nvmevirt build`: NVMeVirt with the InstCSD target, for the guest's kernel |
 //! | [`fuzz`] | `cargo xtask fuzz`: every cargo-fuzz target on its committed corpus |
 //! | [`flash`] | `cargo xtask flash`: what a real board needs, and the vendor tools where present |
 #![forbid(unsafe_code)]
@@ -39,6 +42,7 @@ mod flash;
 mod fuzz;
 mod guest;
 mod hdl;
+mod nvmevirt;
 mod qemu;
 mod tidy;
 
@@ -166,7 +170,25 @@ fn ci() -> Result<(), String> {
     for board in ["zynqmp", "zynq7000"] {
         qemu::test(board)?;
     }
-    // The Linux NVMe transports in an x86 guest against QEMU's NVMe drive.
+    // NVMeVirt with the InstCSD target, for the guest test: its source
+    // is a CI input (no registry serves it), which CI must pass.
+    match std::env::var_os(nvmevirt::SRC_ENV) {
+        Some(src) => {
+            nvmevirt::build(std::path::Path::new(&src))?;
+        }
+        None if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            return Err(format!(
+                "CI=true but {} is not set: the NVMeVirt guest test would be skipped",
+                nvmevirt::SRC_ENV
+            ));
+        }
+        None => eprintln!(
+            "{} not set: the guest test skips NVMeVirt",
+            nvmevirt::SRC_ENV
+        ),
+    }
+    // The Linux NVMe transports in an x86 guest against QEMU's NVMe drive
+    // (and NVMeVirt's, when its module was built).
     guest::main()?;
     // Every fuzz target briefly, on its committed corpus.
     fuzz::main(&["--seconds".into(), "10".into()])?;
@@ -186,7 +208,10 @@ fn main() -> ExitCode {
         Some("qemu") => qemu::main(&std::env::args().skip(2).collect::<Vec<_>>()),
         Some("guest-test") => guest::main(),
         Some("fuzz") => fuzz::main(&std::env::args().skip(2).collect::<Vec<_>>()),
-        _ => Err("usage: cargo xtask <tidy|firmware|ci|hdl|qemu|flash|guest-test|fuzz>".into()),
+        Some("nvmevirt") => nvmevirt::main(&std::env::args().skip(2).collect::<Vec<_>>()),
+        _ => Err(
+            "usage: cargo xtask <tidy|firmware|ci|hdl|qemu|flash|guest-test|fuzz|nvmevirt>".into(),
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

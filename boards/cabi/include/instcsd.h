@@ -28,8 +28,13 @@
 #ifndef INSTCSD_H
 #define INSTCSD_H
 
+#ifdef __KERNEL__
+/* A kernel module (NVMeVirt): the kernel's own fixed-width types. */
+#include <linux/types.h>
+#else
 #include <stddef.h>
 #include <stdint.h>
+#endif
 
 #ifdef __cplusplus
 extern "C" {

@@ -15,7 +15,7 @@ pub struct Kernel {
     modules: BTreeMap<String, PathBuf>,
 }
 
-fn run(cmd: &mut Command, what: &str) -> Result<String, String> {
+pub(crate) fn run(cmd: &mut Command, what: &str) -> Result<String, String> {
     let out = cmd.output().map_err(|e| format!("{what}: {e}"))?;
     if !out.status.success() {
         return Err(format!(
@@ -27,7 +27,7 @@ fn run(cmd: &mut Command, what: &str) -> Result<String, String> {
 }
 
 /// The versioned package `linux-image-amd64` depends on.
-fn package() -> Result<String, String> {
+pub(crate) fn package() -> Result<String, String> {
     let deps = run(
         Command::new("apt-cache").args(["depends", "linux-image-amd64"]),
         "apt-cache depends linux-image-amd64",

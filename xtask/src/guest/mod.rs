@@ -8,15 +8,18 @@
 //!    (the NVMe/TCP target), and the `nvme`, `vfio_pci`,
 //!    `vfio_iommu_type1`, `nvme_tcp`, `nvmet`, `nvmet_tcp` and `configfs`
 //!    modules with their dependencies (and the crypto modules the
-//!    integrity code asks for).
+//!    integrity code asks for), and NVMeVirt's `nvmev.ko` with the InstCSD
+//!    target when `cargo xtask nvmevirt build` made it.
 //! 4. `qemu-system-x86_64 -M q35 -accel tcg` boots it with an IOMMU
 //!    (`intel-iommu`, `intel_iommu=on`), an NVMe drive and
 //!    `isa-debug-exit`, and no network device (`-nic none`: NVMe/TCP runs
 //!    on the guest's loopback only); the guest prints its results on the
 //!    serial console and exits QEMU with 33 (pass) or 35 (fail).
+//! 5. With NVMeVirt's module, a second boot runs its test alone
+//!    (`guest_test=nvmevirt` on the command line; see [`Boot::NvmeVirt`]).
 
 mod cpio;
-mod kernel;
+pub(crate) mod kernel;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -44,7 +47,7 @@ const PASS: i32 = 33;
 /// How long a boot may take.
 const BOOT_TIMEOUT: Duration = Duration::from_secs(240);
 
-fn cache_dir() -> PathBuf {
+pub(crate) fn cache_dir() -> PathBuf {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
@@ -106,6 +109,13 @@ pub fn main() -> Result<(), String> {
     for ((_, bytes), name) in mods.iter().zip(&names) {
         entries.push(Entry::File(name, 0o644, bytes));
     }
+    // NVMeVirt with the InstCSD target, when `cargo xtask nvmevirt build`
+    // made it (the guest loads it itself, with its parameters).
+    let nvmev = std::fs::read(crate::nvmevirt::module_path()).ok();
+    match &nvmev {
+        Some(ko) => entries.push(Entry::File("lib/nvmev.ko", 0o644, ko)),
+        None => eprintln!("no target/nvmevirt/nvmev.ko: the guest skips NVMeVirt"),
+    }
     let work = crate::hdl::root().join("target/guest");
     std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
     let initrd = work.join("initramfs.cpio");
@@ -123,19 +133,61 @@ pub fn main() -> Result<(), String> {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let start = Instant::now();
-    let mut child = Command::new("qemu-system-x86_64")
-        .args([
-            "-M",
-            "q35,kernel-irqchip=split",
-            "-accel",
-            "tcg",
-            "-m",
-            "1G",
-            "-smp",
+    boot(&k.image, &initrd, &disk, Boot::Transports)?;
+    if nvmev.is_some() {
+        boot(&k.image, &initrd, &disk, Boot::NvmeVirt)?;
+    }
+    Ok(())
+}
+
+/// What a boot runs.
+#[derive(Clone, Copy, PartialEq)]
+enum Boot {
+    /// The transports against QEMU's NVMe drive (with an IOMMU, for
+    /// VFIO) and NVMe/TCP on the loopback.
+    Transports,
+    /// NVMeVirt with the InstCSD target, without an IOMMU (interrupt
+    /// remapping cannot take the MSI-X of NVMeVirt's virtual PCI bus) and
+    /// with 64 MiB at 768 MiB reserved for its storage, on 3 vCPUs (CPU 0
+    /// for the tests, 1 and 2 for its polling dispatcher and I/O worker).
+    NvmeVirt,
+}
+
+/// Boots the guest once; Ok when it printed its pass line and exited so.
+fn boot(
+    image: &std::path::Path,
+    initrd: &std::path::Path,
+    disk: &std::path::Path,
+    what: Boot,
+) -> Result<(), String> {
+    let (smp, iommu, append) = match what {
+        Boot::Transports => (
             "1",
-        ])
-        .args(["-device", "intel-iommu,intremap=on"])
+            true,
+            "console=ttyS0 quiet panic=-1 rdinit=/init intel_iommu=on",
+        ),
+        Boot::NvmeVirt => (
+            "3",
+            false,
+            "console=ttyS0 quiet panic=-1 rdinit=/init memmap=64M$768M guest_test=nvmevirt",
+        ),
+    };
+    let start = Instant::now();
+    let mut qemu = Command::new("qemu-system-x86_64");
+    qemu.args([
+        "-M",
+        "q35,kernel-irqchip=split",
+        "-accel",
+        "tcg",
+        "-m",
+        "1G",
+        "-smp",
+        smp,
+    ]);
+    if iommu {
+        qemu.args(["-device", "intel-iommu,intremap=on"]);
+    }
+    let mut child = qemu
         .args([
             "-nographic",
             "-no-reboot",
@@ -145,13 +197,10 @@ pub fn main() -> Result<(), String> {
             "none",
         ])
         .arg("-kernel")
-        .arg(&k.image)
+        .arg(image)
         .arg("-initrd")
-        .arg(&initrd)
-        .args([
-            "-append",
-            "console=ttyS0 quiet panic=-1 rdinit=/init intel_iommu=on",
-        ])
+        .arg(initrd)
+        .args(["-append", append])
         .arg("-drive")
         .arg(format!("file={},if=none,id=nvm,format=raw", disk.display()))
         .args(["-device", "nvme,serial=instinfer0,drive=nvm"])
