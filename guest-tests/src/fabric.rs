@@ -18,7 +18,7 @@ use nvme_linux::Device;
 use nvme_tcp::{NvmeTcp, TcpUrl};
 use proto::{Opcode, Sqe};
 
-const NQN: &str = "nqn.2026-11.io.instinfer:csd";
+pub(crate) const NQN: &str = "nqn.2026-11.io.instinfer:csd";
 const HOSTNQN: &str = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-4000-8000-0000000000aa";
 const PEER_NQN: &str = "nqn.2026-11.io.instinfer:nvmet-peer";
 
@@ -38,7 +38,7 @@ fn wait_for(path: &Path, present: bool, what: &str) -> Result<(), String> {
 }
 
 /// `instinfer serve` on 127.0.0.1:4420, started as its own process.
-fn start_target() -> Result<Child, String> {
+pub(crate) fn start_target() -> Result<Child, String> {
     let mut child = Command::new("/bin/instinfer")
         .args(["serve", "--listen", "127.0.0.1:4420", "--quiet"])
         .stdout(Stdio::piped())

@@ -12,11 +12,14 @@
 //! | `tests` | the transport tests run inside the guest |
 //! | `fabric` | NVMe/TCP on the guest's loopback: `instinfer serve` with the kernel's host, the kernel's target with our initiator |
 //! | `nvmevirt` | NVMeVirt with the InstCSD target: the kernel's PCIe NVMe driver to the firmware core in `nvmev.ko` |
+//! | `latency` | the wall time of the vendor decode commands through a transport |
 //! | `sys` | PID 1's system calls: mounts, module loading, QEMU's exit port; the crate's only `unsafe` |
 #![deny(unsafe_code)]
 
 #[cfg(target_os = "linux")]
 mod fabric;
+#[cfg(target_os = "linux")]
+mod latency;
 #[cfg(target_os = "linux")]
 mod nvmevirt;
 #[cfg(target_os = "linux")]

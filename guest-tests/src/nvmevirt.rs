@@ -11,10 +11,13 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use host_driver::transport::{LinuxNvme, SimTransport, UringNvme};
+use host_driver::csd::Csd;
+use host_driver::transport::{LinuxNvme, SimTransport, Transport, UringNvme};
 use nvme_linux::Device;
+use nvme_tcp::{NvmeTcp, TcpUrl};
 
-use crate::fabric::{compare, vendor_status};
+use crate::fabric::{NQN, compare, start_target, vendor_status};
+use crate::latency::decode_latency;
 use crate::sys;
 
 /// Where the initramfs holds the module (when it was built).
@@ -49,6 +52,7 @@ pub(crate) fn nvmevirt_path() -> Result<(), String> {
             let uring = UringNvme::open(&chr).map_err(|e| e.to_string())?;
             compare("nvmevirt (io_uring)", uring, sim()?)?;
             vendor_status("nvmevirt", &chr)?;
+            latencies(&chr)?;
         }
         sys::unload_module("nvmev")?;
         wait_gone(&chr)?;
@@ -60,6 +64,62 @@ pub(crate) fn nvmevirt_path() -> Result<(), String> {
         }
     }
     println!("guest-test nvmevirt: rmmod and a second load ok; no warning in the kernel log");
+    Ok(())
+}
+
+/// The decode commands' wall time at depth 1 and 32 through the kernel
+/// (ioctl: one command at a time; io_uring: all in flight), through our
+/// NVMe/TCP initiator to `instinfer serve` on the loopback, and on the
+/// board in this process.
+fn latencies(chr: &Path) -> Result<(), String> {
+    fn csd<T: Transport>(t: T) -> Result<Csd<T>, String> {
+        Csd::new(t).map_err(|e| e.to_string())
+    }
+    let mut rows = Vec::new();
+    let mut ioctl = csd(LinuxNvme::new(
+        Device::open(chr).map_err(|e| e.to_string())?,
+    ))?;
+    let mut uring = csd(UringNvme::open(chr).map_err(|e| e.to_string())?)?;
+    let mut local = csd(SimTransport::new(16384).map_err(|e| e.to_string())?)?;
+    sys::loopback_up()?;
+    let mut target = start_target()?;
+    let url = TcpUrl::parse(&format!("tcp://127.0.0.1:4420/{NQN}"))?;
+    let tcp = NvmeTcp::connect(&url).map_err(|e| format!("connecting to instinfer serve: {e}"));
+    let r = tcp.and_then(|t| {
+        let mut tcp = csd(t)?;
+        for depth in [1, 32] {
+            let rounds = if depth == 1 { 200 } else { 20 };
+            rows.push((
+                "nvmevirt ioctl",
+                depth,
+                decode_latency(&mut ioctl, depth, rounds)?,
+            ));
+            rows.push((
+                "nvmevirt io_uring",
+                depth,
+                decode_latency(&mut uring, depth, rounds)?,
+            ));
+            rows.push((
+                "nvme-tcp loopback",
+                depth,
+                decode_latency(&mut tcp, depth, rounds)?,
+            ));
+            rows.push((
+                "board in process",
+                depth,
+                decode_latency(&mut local, depth, rounds)?,
+            ));
+        }
+        Ok(())
+    });
+    let _ = target.kill();
+    let _ = target.wait();
+    r?;
+    for (path, depth, (us, per_s)) in rows {
+        println!(
+            "guest-test nvmevirt latency: {path:<18} QD{depth:<2}: {us:>9.1} us per {depth} decode(s) (median), {per_s:>8.0} decodes/s (wall, emulated)"
+        );
+    }
     Ok(())
 }
 
