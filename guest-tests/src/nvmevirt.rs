@@ -2,9 +2,10 @@
 //! kernel's own PCIe NVMe driver carries the vendor commands to the
 //! firmware core linked into `nvmev.ko`. Loaded twice (the second load
 //! after `rmmod`), the end-to-end vectors and the decode loop through
-//! ioctl and io_uring equal to the simulated board's bit for bit, a
-//! malformed command answered with its NVMe status, and nothing in the
-//! kernel log that warns.
+//! ioctl and io_uring equal to the simulated board's bit for bit,
+//! `instinfer identify` showing the capability block, a malformed command
+//! answered with its NVMe status, the decode commands' wall time, and
+//! nothing in the kernel log that warns.
 
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
@@ -25,7 +26,7 @@ const MODULE: &str = "/lib/nvmev.ko";
 /// NVMeVirt's storage: the range the kernel command line reserves
 /// (`memmap=64M$768M`), and the CPUs its dispatcher and I/O worker spin
 /// on (the tests run on CPU 0).
-pub(crate) const PARAMS: &str = "memmap_start=768M memmap_size=64M cpus=1,2";
+const PARAMS: &str = "memmap_start=768M memmap_size=64M cpus=1,2";
 /// NVMeVirt's Identify model string.
 const MODEL: &str = "CSL_Virt_MN";
 
@@ -49,6 +50,7 @@ pub(crate) fn nvmevirt_path() -> Result<(), String> {
         let sim = || SimTransport::new(16384).map_err(|e| e.to_string());
         compare("nvmevirt (ioctl)", ioctl, sim()?)?;
         if round == 1 {
+            identify(&chr)?;
             let uring = UringNvme::open(&chr).map_err(|e| e.to_string())?;
             compare("nvmevirt (io_uring)", uring, sim()?)?;
             vendor_status("nvmevirt", &chr)?;
@@ -65,6 +67,38 @@ pub(crate) fn nvmevirt_path() -> Result<(), String> {
     }
     println!("guest-test nvmevirt: rmmod and a second load ok; no warning in the kernel log");
     Ok(())
+}
+
+/// `instinfer identify` on the namespace shows the capability block.
+fn identify(chr: &Path) -> Result<(), String> {
+    let out = std::process::Command::new("/bin/instinfer")
+        .args(["identify", "--device"])
+        .arg(chr)
+        .output()
+        .map_err(|e| format!("/bin/instinfer identify: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = |key: &str| {
+        text.lines()
+            .find(|l| l.starts_with(key))
+            .map(|l| l[key.len()..].trim().to_owned())
+    };
+    match (
+        out.status.success(),
+        line("capability version"),
+        line("methods"),
+    ) {
+        (true, Some(v), Some(m)) => {
+            println!(
+                "guest-test nvmevirt: instinfer identify: capability version {v}, methods {m}"
+            );
+            Ok(())
+        }
+        _ => Err(format!(
+            "nvmevirt: instinfer identify ({}): {text}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )),
+    }
 }
 
 /// The decode commands' wall time at depth 1 and 32 through the kernel
