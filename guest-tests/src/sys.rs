@@ -78,6 +78,15 @@ pub(crate) fn load_module_with(path: &str, params: &str) -> Result<(), String> {
 /// powers off if the port is not there.
 pub(crate) fn exit_qemu(ok: bool) -> ! {
     let code: u8 = if ok { 0x10 } else { 0x11 };
+    // The results must reach the serial console before QEMU ends: the
+    // exit port stops it at once, and the UART's queue would be lost (a
+    // busy host ended a run's log mid-line).
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    // SAFETY: tcdrain(2) on standard output, which this process holds
+    // open; it only waits (and fails harmlessly on a non-terminal).
+    unsafe {
+        libc::tcdrain(1);
+    }
     // SAFETY: ioperm grants this process port 0xf4 only; the out instruction
     // writes one byte to it, which QEMU's isa-debug-exit turns into its exit.
     unsafe {

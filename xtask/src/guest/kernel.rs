@@ -43,11 +43,10 @@ fn norm(name: &str) -> String {
     name.replace('-', "_")
 }
 
-/// Fetches (once) and unpacks (once) the kernel into `cache`.
-pub fn fetch(cache: &Path) -> Result<Kernel, String> {
-    std::fs::create_dir_all(cache).map_err(|e| format!("{}: {e}", cache.display()))?;
-    let pkg = package()?;
-    let find_deb = || {
+/// The `.deb` of `pkg` in `cache`, fetched with `apt-get download` when
+/// it is not there yet.
+pub(crate) fn deb(cache: &Path, pkg: &str) -> Result<PathBuf, String> {
+    let find = || {
         std::fs::read_dir(cache).ok().and_then(|d| {
             d.filter_map(Result::ok).map(|e| e.path()).find(|p| {
                 p.file_name()
@@ -56,20 +55,25 @@ pub fn fetch(cache: &Path) -> Result<Kernel, String> {
             })
         })
     };
-    let deb = match find_deb() {
-        Some(d) => d,
-        None => {
-            eprintln!("fetching {pkg} (apt-get download)…");
-            run(
-                Command::new("apt-get")
-                    .arg("download")
-                    .arg(&pkg)
-                    .current_dir(cache),
-                &format!("apt-get download {pkg}"),
-            )?;
-            find_deb().ok_or("apt-get download produced no .deb")?
-        }
-    };
+    if let Some(d) = find() {
+        return Ok(d);
+    }
+    eprintln!("fetching {pkg} (apt-get download)…");
+    run(
+        Command::new("apt-get")
+            .arg("download")
+            .arg(pkg)
+            .current_dir(cache),
+        &format!("apt-get download {pkg}"),
+    )?;
+    find().ok_or_else(|| format!("apt-get download {pkg} produced no .deb"))
+}
+
+/// Fetches (once) and unpacks (once) the kernel into `cache`.
+pub fn fetch(cache: &Path) -> Result<Kernel, String> {
+    std::fs::create_dir_all(cache).map_err(|e| format!("{}: {e}", cache.display()))?;
+    let pkg = package()?;
+    let deb = deb(cache, &pkg)?;
     let root = cache.join(&pkg);
     if !root.join("boot").is_dir() {
         run(

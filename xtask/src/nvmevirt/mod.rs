@@ -29,7 +29,7 @@ mod patch;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::guest::kernel::{package, run};
+use crate::guest::kernel::{deb, package, run};
 
 /// The environment variable that names NVMeVirt's source tarball.
 pub const SRC_ENV: &str = "INSTINFER_NVMEVIRT_SRC";
@@ -220,36 +220,7 @@ fn headers() -> Result<PathBuf, String> {
     let root = cache.join("root");
     std::fs::create_dir_all(&cache).map_err(|e| format!("{}: {e}", cache.display()))?;
     for pkg in &pkgs {
-        let have = std::fs::read_dir(&cache).ok().and_then(|d| {
-            d.filter_map(Result::ok).map(|e| e.path()).find(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with(&format!("{pkg}_")) && n.ends_with(".deb"))
-            })
-        });
-        let deb = match have {
-            Some(d) => d,
-            None => {
-                eprintln!("fetching {pkg} (apt-get download)…");
-                run(
-                    Command::new("apt-get")
-                        .arg("download")
-                        .arg(pkg)
-                        .current_dir(&cache),
-                    &format!("apt-get download {pkg}"),
-                )?;
-                std::fs::read_dir(&cache)
-                    .ok()
-                    .and_then(|d| {
-                        d.filter_map(Result::ok).map(|e| e.path()).find(|p| {
-                            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-                                n.starts_with(&format!("{pkg}_")) && n.ends_with(".deb")
-                            })
-                        })
-                    })
-                    .ok_or(format!("apt-get download {pkg} produced no .deb"))?
-            }
-        };
+        let deb = deb(&cache, pkg)?;
         run(
             Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&root),
             "dpkg-deb -x",
