@@ -9,8 +9,6 @@
 //! to Q8_K (`act::Q8K`), Σ_g sc_g·Σ q·x and Σ_g m_g·Σx_g in integers, then
 //! d·dx·(first) − dmin·dx·(second) in f32.
 
-use std::ops::Range;
-
 use super::act::Q8K;
 use super::simd::{
     Isa, KBlockInts, KRowInts, KRowLanes, Q8KView, kblock, kblocks_inputs, kdots_inputs, lane_order,
@@ -154,49 +152,60 @@ pub(super) fn unpack_rows<B: KBlock>(lanes: bool, rows: &[u8], row_bytes: usize,
     }
 }
 
-/// `out[r·n + j] = dot(row r of k, xs[j])` (the same bits; n inputs)
-/// for the unpacked rows `rows`: in lane order, `simd::kdots_inputs`;
+impl KRows {
+    /// The kernels' view of every row unpacked, in lane order when
+    /// [`Self::lanes`].
+    pub(super) fn rows(&self) -> Vec<KRowLanes<'_>> {
+        let nb = self.nb;
+        (0..self.d.len() / nb.max(1))
+            .map(|i| {
+                let blocks = nb * i..nb * (i + 1);
+                KRowLanes {
+                    ints: KRowInts {
+                        q: &self.q[QK_K * blocks.start..QK_K * blocks.end],
+                        sc: &self.sc16[16 * blocks.start..16 * blocks.end],
+                        m: &self.m16[16 * blocks.start..16 * blocks.end],
+                        offset: self.offset,
+                    },
+                    d: &self.d[blocks.clone()],
+                    dmin: &self.dmin[blocks.clone()],
+                    has_min: self.has_min,
+                    so: self
+                        .so16
+                        .get(16 * blocks.start..16 * blocks.end)
+                        .unwrap_or_default(),
+                }
+            })
+            .collect()
+    }
+
+    /// Whether the quants are in lane order.
+    pub(super) fn lanes(&self) -> bool {
+        self.lanes
+    }
+}
+
+/// `out[r·n + j] = dot(ws[r], xs[j])` (the same bits as `dot`; n inputs)
+/// for rows of a [`KRows`]: in lane order (`lanes`), `simd::kdots_inputs`;
 /// otherwise, row by row, the integers of every block and input in one
 /// call (`simd::kblocks_inputs`), then `add_block`'s f32 steps in its
-/// order. `xs` are in lane order exactly when `k` is.
+/// order. `xs` are in lane order exactly when the rows are.
 pub(super) fn dot_unpacked_inputs(
     isa: Isa,
-    k: &KRows,
-    rows: Range<usize>,
+    lanes: bool,
+    ws: &[KRowLanes<'_>],
     xs: &[Q8KView<'_>],
     out: &mut [f32],
 ) {
-    let nb = k.nb;
-    let row = |i: usize| {
-        let blocks = nb * i..nb * (i + 1);
-        let ints = KRowInts {
-            q: &k.q[QK_K * blocks.start..QK_K * blocks.end],
-            sc: &k.sc16[16 * blocks.start..16 * blocks.end],
-            m: &k.m16[16 * blocks.start..16 * blocks.end],
-            offset: k.offset,
-        };
-        let so = k
-            .so16
-            .get(16 * blocks.start..16 * blocks.end)
-            .unwrap_or_default();
-        KRowLanes {
-            ints,
-            d: &k.d[blocks.clone()],
-            dmin: &k.dmin[blocks],
-            has_min: k.has_min,
-            so,
-        }
-    };
-    if k.lanes {
-        let ws: Vec<KRowLanes<'_>> = rows.map(row).collect();
-        kdots_inputs(isa, &ws, xs, out);
+    if lanes {
+        kdots_inputs(isa, ws, xs, out);
         return;
     }
+    let nb = ws.first().map_or(0, |w| w.d.len());
     let mut ints = vec![0i32; 2 * nb * xs.len()];
-    for (i, out) in rows.zip(out.chunks_mut(xs.len().max(1))) {
-        let w = row(i);
+    for (w, out) in ws.iter().zip(out.chunks_mut(xs.len().max(1))) {
         kblocks_inputs(isa, w.ints, xs, &mut ints);
-        scale_inputs(&w, &ints, xs, out);
+        scale_inputs(w, &ints, xs, out);
     }
 }
 

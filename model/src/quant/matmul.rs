@@ -20,7 +20,7 @@ use super::act::{Family, Input, Q8K};
 use super::kquant;
 use super::parallel::threads_for;
 use super::pool::{Remote, chunked};
-use super::simd::Isa;
+use super::simd::{Isa, dot_wide32_inputs};
 use super::tensor::QTensor;
 use super::vecdot;
 
@@ -87,6 +87,9 @@ fn block(
             (acts.is_some() && wide.unpack(isa, t.kind(), bytes, t.row_bytes())).then_some(&*wide);
         let krows = (wide.is_none() && kviews.is_some() && t.unpack_k(klanes, r0, r1, krows))
             .then_some(&*krows);
+        // The kernels' views of the part's rows, taken a tile at a time.
+        let wide_rows = wide.map(vecdot::WideRows::rows);
+        let k_rows = krows.map(|k| (k.lanes(), k.rows()));
         for i0 in (0..n).step_by(chunk_n) {
             let i1 = (i0 + chunk_n).min(n);
             let m = i1 - i0;
@@ -95,10 +98,12 @@ fn block(
                 // The whole tile at once: the kernels take rows in pairs.
                 let dst = &mut tile[..(t1 - t0) * m];
                 let rows = t0 - r0..t1 - r0;
-                match (wide, &acts, krows, &kviews) {
-                    (Some(w), Some(acts), _, _) => w.dot_inputs(isa, rows, &acts[i0..i1], dst),
-                    (_, _, Some(k), Some(views)) => {
-                        kquant::dot_unpacked_inputs(isa, k, rows, &views[i0..i1], dst)
+                match (&wide_rows, &acts, &k_rows, &kviews) {
+                    (Some(w), Some(acts), _, _) => {
+                        dot_wide32_inputs(isa, &w[rows], &acts[i0..i1], dst)
+                    }
+                    (_, _, Some((lanes, k)), Some(views)) => {
+                        kquant::dot_unpacked_inputs(isa, *lanes, &k[rows], &views[i0..i1], dst)
                     }
                     _ => {
                         for (r, dst) in (t0..t1).zip(dst.chunks_mut(m)) {

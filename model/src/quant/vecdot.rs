@@ -3,8 +3,6 @@
 //! integers), and this file combines them with the block scales in f32 in
 //! one fixed order, so the result has the same bits on every path.
 
-use std::ops::Range;
-
 use super::act::{Input, Q8Blocks};
 use super::float::{self, f16_at};
 use super::kquant;
@@ -14,8 +12,8 @@ use super::q4_k::Q4K;
 use super::q5_k::Q5K;
 use super::q6_k::Q6K;
 use super::simd::{
-    Act32, Blocks, Isa, Quants32, Row32, Wide32, dot_f32, dot_row32, dot_rows32, dot_wide32_inputs,
-    lane_order32, lane_sum, unpack32,
+    Act32, Blocks, Isa, Quants32, Row32, Wide32, dot_f32, dot_row32, dot_rows32, lane_order32,
+    lane_sum, unpack32,
 };
 use crate::TensorKind;
 
@@ -179,20 +177,14 @@ impl WideRows {
         true
     }
 
-    /// `out[k·n + j] = row k · xs[j]` (n inputs) with `dot_row`'s bits,
-    /// for the unpacked rows `rows` (nothing written when none are).
-    pub(super) fn dot_inputs(
-        &self,
-        isa: Isa,
-        rows: Range<usize>,
-        xs: &[Act32<'_>],
-        out: &mut [f32],
-    ) {
+    /// The kernels' view of every row unpacked (none when none are);
+    /// `dot_wide32_inputs` on a run of them gives `dot_row`'s bits.
+    pub(super) fn rows(&self) -> Vec<Wide32<'_>> {
         let Some(f) = self.format else {
-            return;
+            return Vec::new();
         };
         let p = self.padded;
-        let ws: Vec<Wide32<'_>> = rows
+        (0..self.d.len() / p.max(1))
             .map(|i| Wide32 {
                 q: &self.q[32 * p * i..32 * p * (i + 1)],
                 d: &self.d[p * i..p * (i + 1)],
@@ -200,8 +192,7 @@ impl WideRows {
                 signed: f.quants == Quants32::I8,
                 offset: f.offset,
             })
-            .collect();
-        dot_wide32_inputs(isa, &ws, xs, out);
+            .collect()
     }
 }
 

@@ -651,39 +651,9 @@ pub(super) fn kdots_inputs(isa: Isa, ws: &[KRowLanes<'_>], xs: &[Q8KView<'_>], o
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AVX2 detected; lengths asserted.
         Isa::Avx2 => unsafe { x86::klanes_avx2(ws, xs, out) },
-        _ => {
-            for (w, out) in ws.iter().zip(out.chunks_mut(xs.len())) {
-                klanes_scalar(w, xs, out);
-            }
-        }
-    }
-}
-
-/// [`kdots_inputs`] of one row, in portable code.
-fn klanes_scalar(w: &KRowLanes<'_>, xs: &[Q8KView<'_>], out: &mut [f32]) {
-    let nb = w.d.len();
-    for (x, o) in xs.iter().zip(out) {
-        let mut lanes = [0f32; 8];
-        for b in 0..nb {
-            let (mut isum, mut imin) = (0i32, 0i32);
-            for g in 0..16 {
-                // Group g is lane g mod 8 of the super-block's tile g / 8.
-                let mut dot = 0i32;
-                for e in 0..16 {
-                    let at = 256 * b + 128 * (g / 8) + 32 * (e / 4) + 4 * (g % 8) + e % 4;
-                    dot += i32::from(w.ints.q[at]) * i32::from(x.q[at]);
-                }
-                let bs = i32::from(x.bsums[16 * b + g]);
-                isum += i32::from(w.ints.sc[16 * b + g]) * (dot - w.ints.offset * bs);
-                imin += i32::from(w.ints.m[16 * b + g]) * bs;
-            }
-            let lane = &mut lanes[b % 8];
-            *lane += (w.d[b] * x.d[b]) * isum as f32;
-            if w.has_min {
-                *lane -= (w.dmin[b] * x.d[b]) * imin as f32;
-            }
-        }
-        *o = lane_sum(&lanes);
+        // Lane order is the x86 kernels' layout only (`Isa::lane_order`):
+        // no other set is ever handed rows in it.
+        _ => unreachable!("K-quant rows in lane order on {}", isa.name()),
     }
 }
 
