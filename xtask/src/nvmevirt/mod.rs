@@ -219,6 +219,21 @@ fn headers() -> Result<PathBuf, String> {
     let cache = crate::guest::cache_dir().join("headers");
     let root = cache.join("root");
     std::fs::create_dir_all(&cache).map_err(|e| format!("{}: {e}", cache.display()))?;
+    let dir = root.join(format!("usr/src/linux-headers-{release}"));
+    let makefile = dir.join("Makefile");
+    // The arch package's Makefile includes the common one by its
+    // installed path; pointed at the unpacked copy, it marks a finished
+    // unpacking (the last step), which later builds reuse.
+    let common = format!("/usr/src/linux-headers-{abi}-common/Makefile");
+    let here = format!(
+        "include {}",
+        root.join(common.trim_start_matches('/')).display()
+    );
+    let read =
+        || std::fs::read_to_string(&makefile).map_err(|e| format!("{}: {e}", makefile.display()));
+    if read().is_ok_and(|t| t.contains(&here)) {
+        return Ok(dir);
+    }
     for pkg in &pkgs {
         let deb = deb(&cache, pkg)?;
         run(
@@ -226,18 +241,7 @@ fn headers() -> Result<PathBuf, String> {
             "dpkg-deb -x",
         )?;
     }
-    let dir = root.join(format!("usr/src/linux-headers-{release}"));
-    // The arch package's Makefile includes the common one by its
-    // installed path; point it at the unpacked copy.
-    let makefile = dir.join("Makefile");
-    let text =
-        std::fs::read_to_string(&makefile).map_err(|e| format!("{}: {e}", makefile.display()))?;
-    let common = format!("/usr/src/linux-headers-{abi}-common/Makefile");
-    let here = root.join(common.trim_start_matches('/'));
-    let text = text.replace(
-        &format!("include {common}"),
-        &format!("include {}", here.display()),
-    );
+    let text = read()?.replace(&format!("include {common}"), &here);
     std::fs::write(&makefile, text).map_err(|e| format!("{}: {e}", makefile.display()))?;
     Ok(dir)
 }
