@@ -123,26 +123,19 @@ fn latencies(chr: &Path) -> Result<(), String> {
         let mut tcp = csd(t)?;
         for depth in [1, 32] {
             let rounds = if depth == 1 { 200 } else { 20 };
-            rows.push((
-                "nvmevirt ioctl",
-                depth,
-                decode_latency(&mut ioctl, depth, rounds)?,
-            ));
-            rows.push((
+            let mut time = |path, r: Result<(f64, f64), String>| {
+                r.map(|figures| rows.push((path, depth, figures)))
+            };
+            time("nvmevirt ioctl", decode_latency(&mut ioctl, depth, rounds))?;
+            time(
                 "nvmevirt io_uring",
-                depth,
-                decode_latency(&mut uring, depth, rounds)?,
-            ));
-            rows.push((
-                "nvme-tcp loopback",
-                depth,
-                decode_latency(&mut tcp, depth, rounds)?,
-            ));
-            rows.push((
+                decode_latency(&mut uring, depth, rounds),
+            )?;
+            time("nvme-tcp loopback", decode_latency(&mut tcp, depth, rounds))?;
+            time(
                 "board in process",
-                depth,
-                decode_latency(&mut local, depth, rounds)?,
-            ));
+                decode_latency(&mut local, depth, rounds),
+            )?;
         }
         Ok(())
     });
