@@ -457,6 +457,7 @@ fn merge(parts: Vec<(usize, DecodeOutput)>) -> DecodeOutput {
         r.tokens_attended = r.tokens_attended.max(p.report.tokens_attended);
         r.pages_read += p.report.pages_read;
         r.pages_skipped += p.report.pages_skipped;
+        r.guard_widened += p.report.guard_widened;
         r.engine_bytes += p.report.engine_bytes;
         r.elements_filtered += p.report.elements_filtered;
     }

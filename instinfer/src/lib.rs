@@ -12,7 +12,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cost;
-pub mod device;
+pub use offload::device;
 pub mod error;
 pub mod npy;
 pub mod run;

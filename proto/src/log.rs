@@ -162,6 +162,34 @@ impl StatsLog {
     /// Number of counters.
     pub const COUNTERS: usize = 24;
 
+    /// The counters' names in wire order (the fields' names).
+    pub const NAMES: [&'static str; 24] = [
+        "commands",
+        "errors",
+        "flash_pages_read",
+        "flash_pages_skipped",
+        "flash_pages_programmed",
+        "partial_pages_written",
+        "pages_superseded",
+        "blocks_erased",
+        "channel_bus_bytes",
+        "engine_bytes",
+        "elements_filtered",
+        "dram_tail_bytes",
+        "pcie_bytes_in",
+        "pcie_bytes_out",
+        "tokens_appended",
+        "decodes",
+        "open_sequences",
+        "free_blocks",
+        "bad_blocks",
+        "virtual_ns_total",
+        "virtual_ns_flash_busy",
+        "virtual_ns_bus_busy",
+        "virtual_ns_engine_busy",
+        "virtual_ns_dma_busy",
+    ];
+
     /// The counters in wire order.
     pub const fn counters(&self) -> [u64; 24] {
         [
@@ -253,6 +281,21 @@ mod tests {
     use super::*;
     use core::mem::offset_of;
     use proptest::prelude::*;
+
+    /// `NAMES` are the fields' names, in the order `counters` reads them.
+    #[test]
+    fn names_are_the_fields_in_wire_order() {
+        let c: [u64; 24] = core::array::from_fn(|i| 1000 + i as u64);
+        let text = std::format!("{:?}", StatsLog::from_counters(c));
+        let mut at = 0;
+        for (name, v) in StatsLog::NAMES.iter().zip(c) {
+            let field = std::format!("{name}: {v},");
+            let i = text[at..]
+                .find(&field)
+                .unwrap_or_else(|| panic!("{field} in {text}"));
+            at += i + field.len();
+        }
+    }
 
     #[test]
     fn command_encoding() {
