@@ -28,6 +28,14 @@ impl<'a> Values<'a> {
         self.len() == 0
     }
 
+    /// Elements `range` (panics outside the array, as slicing does).
+    pub fn part(&self, range: std::ops::Range<usize>) -> Values<'a> {
+        match *self {
+            Self::F16(x) => Self::F16(&x[range]),
+            Self::F32(x) => Self::F32(&x[range]),
+        }
+    }
+
     /// fp16 bit patterns (borrowed when they already are).
     pub fn f16_bits(&self) -> Cow<'a, [u16]> {
         match *self {
