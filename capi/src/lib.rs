@@ -2,12 +2,12 @@
 //! the same operations as the Python package: drives opened from spec
 //! strings (or the SSD block-sparse backend) behind one opaque handle,
 //! sequences, KV append, decode with split submit/fetch, identify and
-//! statistics. `include/instinfer.h` is generated from this crate by
+//! statistics. The crate root holds the header's structs and constants.
+//! `include/instinfer.h` is generated from this crate by
 //! cbindgen and checked by a test.
 //!
 //! | module | owns |
 //! | --- | --- |
-//! | this root | the header's structs and constants |
 //! | [`handle`] | `Handle`: the safe Rust behind each C function |
 //! | [`ffi`] | the `extern "C"` functions: pointers checked, panics caught (all the unsafe code) |
 //! | [`last`] | the thread's last error (message and NVMe status) |
@@ -16,6 +16,7 @@
 #![deny(unsafe_code)]
 #![allow(non_camel_case_types)]
 
+// Raw pointers from C callers: every block says why it is sound.
 #[allow(unsafe_code)]
 pub mod ffi;
 pub mod handle;
@@ -175,5 +176,6 @@ pub struct instinfer_ssd_options {
 }
 
 #[cfg(test)]
+// The tests call the C functions, which are unsafe to call.
 #[allow(unsafe_code)]
 mod tests;

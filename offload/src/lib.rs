@@ -9,6 +9,8 @@
 //! | [`ssd`] | [`SsdKv`]: the SSD block-sparse backend (a plain drive or a directory) behind the same calls; [`SsdWorker`]: it on a thread of its own |
 //! | [`backend`] | [`KvBackend`]: the calls both share once a sequence is open |
 //! | [`method`] | [`MethodSpec`]: a method's name and compression (or explicit SparF parameters), resolved per step |
+//! | `check` | the argument checks every backend makes before sending anything |
+//! | [`report`] | [`StepReport`], [`StepOutput`], [`BatchOutput`]: what a decode returns |
 //! | [`values`] | [`Values`]: fp16 or f32 input, rounded to fp16 for the wire |
 //! | [`error`] | [`OffloadError`]: every failure, with the NVMe status where the drive gave one |
 //!

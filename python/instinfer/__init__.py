@@ -20,6 +20,8 @@ drive's refusal, ``nvme_status`` and ``command``.
 """
 
 from ._native import (
+    DENSE_EPS,
+    SPARF_EPS,
     Device,
     DeviceError,
     Error,
@@ -30,11 +32,14 @@ from ._native import (
     StorageError,
     TransportError,
     __version__,
+    error_bound,
     methods,
     open,
 )
 
 __all__ = [
+    "DENSE_EPS",
+    "SPARF_EPS",
     "Device",
     "DeviceError",
     "Error",
@@ -45,6 +50,7 @@ __all__ = [
     "StorageError",
     "TransportError",
     "__version__",
+    "error_bound",
     "methods",
     "open",
 ]

@@ -53,6 +53,15 @@ def open(
     ``/dev/ngXnY``, ``vfio:<PCI address>``); ``count`` repeats one spec.
     KV heads are split over the drives in order."""
 
+DENSE_EPS: float
+"""ε of the engine's dense error bound."""
+SPARF_EPS: float
+"""ε of the engine's SparF error bound (same selection as the reference)."""
+
+def error_bound(eps: float, max_abs_v: float) -> float:
+    """The engine's bound on |drive − reference| per output element against
+    a float64 reference on the same fp16 inputs: ``eps · max|V| + 2^−13``."""
+
 def methods() -> List[Tuple[str, str]]:
     """Every method name with a line on what it does."""
 
@@ -122,7 +131,7 @@ class Device:
     def time_rust_decode(
         self,
         layer: int,
-        seq: int,
+        seqs: Union[int, Sequence[int]],
         q: Array,
         iters: int,
         *,

@@ -117,17 +117,16 @@ impl<B: KvBackend> Shared<B> {
         self.with(py, |b| b.append_kv(seq, layer, kd.values(), vd.values()))
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub fn submit(
+    /// Reads a batch's Python arguments: sequence ids, whether a single
+    /// sequence was given (no batch axis), q and the new tokens.
+    pub fn inputs<'py>(
         &self,
         py: Python<'_>,
-        layer: usize,
-        seqs: &Bound<'_, PyAny>,
-        q: &Bound<'_, PyAny>,
-        k_new: Option<&Bound<'_, PyAny>>,
-        v_new: Option<&Bound<'_, PyAny>>,
-        method: MethodSpec,
-    ) -> PyResult<Pending> {
+        seqs: &Bound<'py, PyAny>,
+        q: &Bound<'py, PyAny>,
+        k_new: Option<&Bound<'py, PyAny>>,
+        v_new: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Inputs<'py>> {
         let (ids, single): (Vec<u32>, bool) = match seqs.extract::<u32>() {
             Ok(s) => (vec![s], true),
             Err(_) => (seqs.extract::<Vec<u32>>()?, false),
@@ -166,30 +165,58 @@ impl<B: KvBackend> Shared<B> {
                 .py(py);
             }
         };
-        let qd = q.data();
-        let kvd: Option<(Data<'_>, Data<'_>)> = kv.as_ref().map(|(k, v)| (k.data(), v.data()));
-        let (qn, kn) = (qh * d, kvh * d);
-        let steps: Vec<Step<'_>> = ids
-            .iter()
-            .enumerate()
-            .map(|(i, &seq)| Step {
-                seq,
-                layer,
-                q: qd.part(i * qn..(i + 1) * qn),
-                kv_new: kvd
-                    .as_ref()
-                    .map(|(k, v)| (k.part(i * kn..(i + 1) * kn), v.part(i * kn..(i + 1) * kn))),
-                method,
-            })
-            .collect();
+        Ok(Inputs {
+            ids,
+            single,
+            q,
+            kv,
+            qn: qh * d,
+            kn: kvh * d,
+            q_heads: qh,
+            d,
+        })
+    }
+
+    /// Submits a batch read by [`Self::inputs`].
+    pub fn submit(
+        &self,
+        py: Python<'_>,
+        layer: usize,
+        inputs: Inputs<'_>,
+        method: MethodSpec,
+    ) -> PyResult<Pending> {
+        let data = inputs.data();
+        let steps = inputs.steps(&data, layer, method);
         let id = self.with(py, |b| b.submit_batch(&steps))?;
         Ok(Pending {
             owner: self.owner,
             id,
-            batch: (!single).then_some(ids.len()),
-            q_heads: qh,
-            d,
-            seqs: ids,
+            batch: (!inputs.single).then_some(inputs.ids.len()),
+            q_heads: inputs.q_heads,
+            d: inputs.d,
+            seqs: inputs.ids,
+        })
+    }
+
+    /// Seconds per call of `iters` submit + fetch of the batch, made in a
+    /// Rust loop without the GIL (the benchmark's baseline).
+    pub fn time_rust(
+        &self,
+        py: Python<'_>,
+        layer: usize,
+        inputs: Inputs<'_>,
+        method: MethodSpec,
+        iters: usize,
+    ) -> PyResult<f64> {
+        let data = inputs.data();
+        let steps = inputs.steps(&data, layer, method);
+        self.with(py, |b| {
+            let t = std::time::Instant::now();
+            for _ in 0..iters.max(1) {
+                let id = b.submit_batch(&steps)?;
+                std::hint::black_box(b.fetch_batch(id)?);
+            }
+            Ok(t.elapsed().as_secs_f64() / iters.max(1) as f64)
         })
     }
 
@@ -235,4 +262,47 @@ fn report<'py>(py: Python<'py>, out: &BatchOutput, seqs: &[u32]) -> PyResult<Bou
     }
     d.set_item("steps", steps)?;
     Ok(d)
+}
+
+/// A batch's arguments, read and shape-checked.
+pub struct Inputs<'py> {
+    ids: Vec<u32>,
+    single: bool,
+    q: Input<'py>,
+    kv: Option<(Input<'py>, Input<'py>)>,
+    qn: usize,
+    kn: usize,
+    q_heads: usize,
+    d: usize,
+}
+
+/// The arrays of [`Inputs`], lent.
+type Lent<'a> = (Data<'a>, Option<(Data<'a>, Data<'a>)>);
+
+impl Inputs<'_> {
+    fn data(&self) -> Lent<'_> {
+        (
+            self.q.data(),
+            self.kv.as_ref().map(|(k, v)| (k.data(), v.data())),
+        )
+    }
+
+    /// One step per sequence, each with its rows of the arrays.
+    fn steps<'a>(&self, data: &'a Lent<'_>, layer: usize, method: MethodSpec) -> Vec<Step<'a>> {
+        let (qd, kvd) = data;
+        let (qn, kn) = (self.qn, self.kn);
+        self.ids
+            .iter()
+            .enumerate()
+            .map(|(i, &seq)| Step {
+                seq,
+                layer,
+                q: qd.part(i * qn..(i + 1) * qn),
+                kv_new: kvd
+                    .as_ref()
+                    .map(|(k, v)| (k.part(i * kn..(i + 1) * kn), v.part(i * kn..(i + 1) * kn))),
+                method,
+            })
+            .collect()
+    }
 }

@@ -1,14 +1,11 @@
 //! `Device`: one drive or an array of drives, opened from the CLI's spec
 //! strings, and `open()`.
 
-use std::time::Instant;
-
 use attention::shape::BasisKind;
-use offload::{Drives, KvBackend, Layout, ModelShape, OffloadError, SeqOptions, Step};
+use offload::{Drives, Layout, ModelShape, OffloadError, SeqOptions};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use crate::arrays::Input;
 use crate::batch::{Pending, Shared, method_spec};
 use crate::errors::IntoPy;
 
@@ -213,7 +210,8 @@ impl Device {
         sparf: Option<(usize, usize, usize)>,
     ) -> PyResult<Pending> {
         let m = method_spec(method, compression, sparf).py(py)?;
-        self.shared.submit(py, layer, seqs, q, k_new, v_new, m)
+        let inputs = self.shared.inputs(py, seqs, q, k_new, v_new)?;
+        self.shared.submit(py, layer, inputs, m)
     }
 
     /// Collects a submitted batch: `(outputs, report)`, outputs float32
@@ -245,40 +243,25 @@ impl Device {
         self.shared.fetch(py, &p)
     }
 
-    /// Benchmark helper: seconds per call of `iters` decodes of one
-    /// sequence's stored tokens (no new token) made in Rust, inside this
+    /// Benchmark helper: seconds per call of `iters` decodes (submit and
+    /// fetch, no new token) of `seqs` made in a Rust loop inside this
     /// module, with the arguments `decode` would get. Set beside a Python
     /// loop of `decode`, the difference is the binding's overhead.
-    #[pyo3(signature = (layer, seq, q, iters, *, method = "dense", compression = 1.0))]
+    #[pyo3(signature = (layer, seqs, q, iters, *, method = "dense", compression = 1.0))]
     #[allow(clippy::too_many_arguments)]
     fn time_rust_decode(
         &self,
         py: Python<'_>,
         layer: usize,
-        seq: u32,
+        seqs: &Bound<'_, PyAny>,
         q: &Bound<'_, PyAny>,
         iters: usize,
         method: &str,
         compression: f64,
     ) -> PyResult<f64> {
         let m = method_spec(method, compression, None).py(py)?;
-        let q = Input::extract(q, "q")?;
-        let qd = q.data();
-        let step = Step {
-            seq,
-            layer,
-            q: qd.values(),
-            kv_new: None,
-            method: m,
-        };
-        self.shared.with(py, |d| {
-            let t = Instant::now();
-            for _ in 0..iters.max(1) {
-                let id = d.submit_batch(std::slice::from_ref(&step))?;
-                std::hint::black_box(d.fetch_batch(id)?);
-            }
-            Ok(t.elapsed().as_secs_f64() / iters.max(1) as f64)
-        })
+        let inputs = self.shared.inputs(py, seqs, q, None, None)?;
+        self.shared.time_rust(py, layer, inputs, m, iters)
     }
 
     /// Closes every open sequence.

@@ -115,7 +115,8 @@ impl SsdStore {
         compression: f64,
     ) -> PyResult<Pending> {
         let m = crate::errors::IntoPy::py(method_spec(method, compression, None), py)?;
-        self.shared.submit(py, layer, seqs, q, k_new, v_new, m)
+        let inputs = self.shared.inputs(py, seqs, q, k_new, v_new)?;
+        self.shared.submit(py, layer, inputs, m)
     }
 
     /// As `Device.fetch`.

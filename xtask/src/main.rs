@@ -7,7 +7,8 @@
 //!   the OpenSSD boards (`armv7a-none-eabi`: Cosmos+ Cortex-A9,
 //!   `aarch64-unknown-none`: Daisyplus Cortex-A53).
 //! - `cargo xtask ci` — what CI runs: tidy, formatting, clippy, the test suite
-//!   (the README's test command), the `cuda` feature's build and tests,
+//!   (the README's test command), the Python package's wheel and pytest
+//!   suite, the `cuda` feature's build and tests,
 //!   the firmware cross-builds (the no_std
 //!   crates, both OpenSSD board images, the C ABI for
 //!   `x86_64-unknown-none`), both QEMU boards' end-to-end tests, the
@@ -22,6 +23,8 @@
 //!   guest: see [`guest`].
 //! - `cargo xtask nvmevirt build --src TARBALL` — NVMeVirt with the InstCSD
 //!   target as a kernel module for the guest's kernel: see [`nvmevirt`].
+//! - `cargo xtask python [--no-hf]` — the Python package built as a wheel
+//!   and tested in a fresh venv: see [`python`].
 //! - `cargo xtask fuzz [--seconds N | --runs N] [--target T] [--sanitizer S]` — the cargo-fuzz
 //!   targets in `fuzz/`: see [`fuzz`].
 //! - `cargo xtask flash --board daisyplus|cosmos-plus` — what a real board
@@ -34,6 +37,7 @@
 //! | [`qemu`] | `cargo xtask qemu`: the firmware under QEMU, its end-to-end test or a CLI demo |
 //! | [`guest`] | `cargo xtask guest-test`: the Linux NVMe transports in a QEMU x86 guest |
 //! | [`nvmevirt`] | `cargo xtask nvmevirt build`: NVMeVirt with the InstCSD target, for the guest's kernel |
+//! | [`python`] | `cargo xtask python`: the wheel in a fresh venv, its pytest suite and example |
 //! | [`fuzz`] | `cargo xtask fuzz`: every cargo-fuzz target on its committed corpus |
 //! | [`flash`] | `cargo xtask flash`: what a real board needs, and the vendor tools where present |
 #![forbid(unsafe_code)]
@@ -43,6 +47,7 @@ mod fuzz;
 mod guest;
 mod hdl;
 mod nvmevirt;
+mod python;
 mod qemu;
 mod tidy;
 
@@ -146,6 +151,9 @@ fn ci() -> Result<(), String> {
         "warnings",
     ])?;
     cargo(&["test", "--workspace"])?;
+    // The Python package from a wheel in a fresh venv: its pytest suite
+    // (the transformers adaptor's included), the example.
+    python::main(&[])?;
     // GPU memory through CUDA: builds without the toolkit (the driver is
     // loaded at run time); on a machine without a GPU its tests check
     // that every path reports the missing driver instead of panicking.
@@ -209,8 +217,10 @@ fn main() -> ExitCode {
         Some("guest-test") => guest::main(),
         Some("fuzz") => fuzz::main(&std::env::args().skip(2).collect::<Vec<_>>()),
         Some("nvmevirt") => nvmevirt::main(&std::env::args().skip(2).collect::<Vec<_>>()),
+        Some("python") => python::main(&std::env::args().skip(2).collect::<Vec<_>>()),
         _ => Err(
-            "usage: cargo xtask <tidy|firmware|ci|hdl|qemu|flash|guest-test|fuzz|nvmevirt>".into(),
+            "usage: cargo xtask <tidy|firmware|ci|hdl|qemu|flash|guest-test|fuzz|nvmevirt|python>"
+                .into(),
         ),
     };
     match result {
