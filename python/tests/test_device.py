@@ -294,3 +294,8 @@ def test_rust_loop_helper_times_the_same_decode(dev, rng):
     q = rng.standard_normal((4, 64)).astype(np.float32)
     assert dev.time_rust_decode(0, seq, q, 3) > 0
     assert dev.stats()[0]["decodes"] == 3
+
+
+def test_error_bound_is_the_engines():
+    assert instinfer.DENSE_EPS == 1e-4 and instinfer.SPARF_EPS == 2e-4
+    assert instinfer.error_bound(instinfer.DENSE_EPS, 2.0) == pytest.approx(2e-4 + 2.0**-13)
