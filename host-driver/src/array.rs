@@ -43,6 +43,47 @@ pub struct ArrayDecode<'a> {
     pub method: Method,
 }
 
+/// One decode request's buffers, owned (fp16 bits): what a backend builds
+/// from its caller's inputs before it submits; [`DecodeBuf::request`]
+/// lends them as an [`ArrayDecode`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct DecodeBuf {
+    /// Sequence.
+    pub seq: u32,
+    /// Layer.
+    pub layer: u16,
+    /// Query token position.
+    pub position: u32,
+    /// Query `[q_heads][d]`.
+    pub q: Vec<u16>,
+    /// New token's K and V `[kv_heads][d]` each.
+    pub kv: Option<(Vec<u16>, Vec<u16>)>,
+    /// A rotated sequence's q̃ (SparF+ decodes).
+    pub q_approx: Option<Vec<u16>>,
+    /// A rotated sequence's k̃_new (with a new token).
+    pub k_approx: Option<Vec<u16>>,
+    /// Attention method.
+    pub method: Method,
+}
+
+impl DecodeBuf {
+    /// The request, borrowing the buffers.
+    pub fn request(&self) -> ArrayDecode<'_> {
+        ArrayDecode {
+            seq: self.seq,
+            layer: self.layer,
+            position: self.position,
+            q: &self.q,
+            kv_new: self.kv.as_ref().map(|(k, v)| (k.as_slice(), v.as_slice())),
+            approx: (self.q_approx.is_some() || self.k_approx.is_some()).then_some(Approx {
+                q: self.q_approx.as_deref(),
+                k_new: self.k_approx.as_deref(),
+            }),
+            method: self.method,
+        }
+    }
+}
+
 /// Several devices sharding KV heads.
 #[derive(Debug)]
 pub struct CsdArray<T: Transport> {

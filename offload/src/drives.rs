@@ -18,9 +18,9 @@
 use std::collections::{HashMap, HashSet};
 
 use attention::shape::{BasisKind, Method};
-use host_driver::array::{ArrayDecode, ArrayTicket, CsdArray};
+use host_driver::array::{ArrayTicket, CsdArray, DecodeBuf};
 use host_driver::backend::{ModelShape, Rotation};
-use host_driver::csd::{Approx, Csd, DeviceInfo};
+use host_driver::csd::{Csd, DeviceInfo};
 use host_driver::policy::PagesSetting;
 use proto::{SeqShape, StatsLog};
 
@@ -363,16 +363,19 @@ impl Drives {
             }
         }
         Ok(Wire {
-            q: st.q.f16_bits().into_owned(),
-            kv: st
-                .kv_new
-                .map(|(k, v)| (k.f16_bits().into_owned(), v.f16_bits().into_owned())),
-            q_approx,
-            k_approx,
-            layer: narrow("layer", st.layer)?,
-            position: narrow("position", if st.kv_new.is_some() { len } else { len - 1 })?,
+            buf: DecodeBuf {
+                seq: st.seq,
+                layer: narrow("layer", st.layer)?,
+                position: narrow("position", if st.kv_new.is_some() { len } else { len - 1 })?,
+                q: st.q.f16_bits().into_owned(),
+                kv: st
+                    .kv_new
+                    .map(|(k, v)| (k.f16_bits().into_owned(), v.f16_bits().into_owned())),
+                q_approx,
+                k_approx,
+                method,
+            },
             tokens: narrow("tokens", tokens)?,
-            method,
         })
     }
 
@@ -400,19 +403,7 @@ impl Drives {
         let mut tickets = Vec::with_capacity(steps.len());
         let mut done = Vec::with_capacity(steps.len());
         for (s, w) in steps.iter().zip(&wire) {
-            let req = ArrayDecode {
-                seq: s.seq,
-                layer: w.layer,
-                position: w.position,
-                q: &w.q,
-                kv_new: w.kv.as_ref().map(|(k, v)| (k.as_slice(), v.as_slice())),
-                approx: (w.q_approx.is_some() || w.k_approx.is_some()).then_some(Approx {
-                    q: w.q_approx.as_deref(),
-                    k_new: w.k_approx.as_deref(),
-                }),
-                method: w.method,
-            };
-            match self.array.submit_decode(&req) {
+            match self.array.submit_decode(&w.buf.request()) {
                 Ok(t) => {
                     tickets.push(t);
                     done.push((s.seq, s.layer, s.kv_new.is_some(), w.tokens));
@@ -495,16 +486,10 @@ impl Drives {
     }
 }
 
-/// One step on the wire: fp16 bits, position and resolved method.
+/// One step on the wire, and the tokens it attends over.
 struct Wire {
-    q: Vec<u16>,
-    kv: Option<(Vec<u16>, Vec<u16>)>,
-    q_approx: Option<Vec<u16>>,
-    k_approx: Option<Vec<u16>>,
-    layer: u16,
-    position: u32,
+    buf: DecodeBuf,
     tokens: u32,
-    method: Method,
 }
 
 #[cfg(test)]

@@ -19,8 +19,8 @@ use std::collections::{HashMap, HashSet};
 
 use attention::shape::{BasisKind, Method};
 
-use crate::array::{ArrayDecode, CsdArray};
-use crate::csd::{Approx, CsdError, DecodeOutput, RetryPolicy};
+use crate::array::{ArrayDecode, CsdArray, DecodeBuf};
+use crate::csd::{CsdError, DecodeOutput, RetryPolicy};
 use crate::measure::{Phase, PhaseCounters};
 use crate::transport::Transport;
 
@@ -298,14 +298,6 @@ impl<T: Transport> AttentionBackend for InStorage<T> {
             }
         }
         let steps: Vec<DecodeStep<'_>> = on_drive.iter().map(|&i| batch[i]).collect();
-        struct Wire {
-            q: Vec<u16>,
-            kv: Option<(Vec<u16>, Vec<u16>)>,
-            q_approx: Option<Vec<u16>>,
-            k_approx: Option<Vec<u16>>,
-            layer: u16,
-            position: u32,
-        }
         let mut wire = Vec::with_capacity(batch.len());
         // Dense's reads at each step's context, while every sequence is open.
         let mut dense = Vec::with_capacity(batch.len());
@@ -325,7 +317,9 @@ impl<T: Transport> AttentionBackend for InStorage<T> {
                     q_approx = rot.queries(s.layer, s.q);
                 }
             }
-            wire.push(Wire {
+            wire.push(DecodeBuf {
+                seq: s.seq,
+                method: s.method,
                 q: to_f16_bits(s.q),
                 kv: s.kv_new.map(|(k, v)| (to_f16_bits(k), to_f16_bits(v))),
                 q_approx,
@@ -334,22 +328,7 @@ impl<T: Transport> AttentionBackend for InStorage<T> {
                 position: narrow("position", position)?,
             });
         }
-        let reqs: Vec<ArrayDecode<'_>> = steps
-            .iter()
-            .zip(&wire)
-            .map(|(s, w)| ArrayDecode {
-                seq: s.seq,
-                layer: w.layer,
-                position: w.position,
-                q: &w.q,
-                kv_new: w.kv.as_ref().map(|(k, v)| (k.as_slice(), v.as_slice())),
-                approx: (w.q_approx.is_some() || w.k_approx.is_some()).then_some(Approx {
-                    q: w.q_approx.as_deref(),
-                    k_new: w.k_approx.as_deref(),
-                }),
-                method: s.method,
-            })
-            .collect();
+        let reqs: Vec<ArrayDecode<'_>> = wire.iter().map(DecodeBuf::request).collect();
         let mut results = self.array.decode_batch_each(&reqs);
         self.rerun_failed(&reqs, &mut results);
         let mut first_err = None;
