@@ -7,23 +7,16 @@ use std::collections::HashMap;
 
 use attention::shape::{BasisKind, SparseParams};
 use offload::{
-    Drives, KvBackend, Layout, MethodSpec, ModelShape, OffloadError, SeqOptions, SsdOptions,
-    SsdWorker, Step, Values,
+    AnyBackend, Drives, KvBackend, Layout, MethodSpec, ModelShape, OffloadError, SeqOptions,
+    SsdOptions, SsdWorker, Step, Values,
 };
 
 use crate::{instinfer_caps, instinfer_report, instinfer_seq_options};
 
-/// The backend behind a handle.
-#[derive(Debug)]
-enum Backend {
-    Drives(Drives),
-    Ssd(SsdWorker),
-}
-
 /// An open device or store, with the sizes of its pending batches.
 #[derive(Debug)]
 pub struct Handle {
-    backend: Backend,
+    backend: AnyBackend,
     /// Batch → (steps, output floats per step).
     batches: HashMap<u64, (usize, usize)>,
 }
@@ -62,7 +55,9 @@ pub fn method(name: &str, m: &crate::instinfer_method) -> Result<MethodSpec, Off
 impl Handle {
     /// Drives by spec.
     pub fn open(specs: &[String], page_size: u32) -> Result<Self, OffloadError> {
-        Ok(Self::with(Backend::Drives(Drives::open(specs, page_size)?)))
+        Ok(Self::with(AnyBackend::Drives(Drives::open(
+            specs, page_size,
+        )?)))
     }
 
     /// The SSD backend.
@@ -76,48 +71,24 @@ impl Handle {
             prefetch: o.prefetch as usize,
             ..SsdOptions::new(location, o.capacity as usize, o.slots as usize)
         };
-        Ok(Self::with(Backend::Ssd(SsdWorker::open(shape, opts)?)))
+        Ok(Self::with(AnyBackend::Ssd(SsdWorker::open(shape, opts)?)))
     }
 
-    fn with(backend: Backend) -> Self {
+    fn with(backend: AnyBackend) -> Self {
         Self {
             backend,
             batches: HashMap::new(),
         }
     }
 
-    fn kv(&mut self) -> &mut dyn KvBackend {
-        match &mut self.backend {
-            Backend::Drives(d) => d,
-            Backend::Ssd(s) => s,
-        }
-    }
-
-    fn kv_ref(&self) -> &dyn KvBackend {
-        match &self.backend {
-            Backend::Drives(d) => d,
-            Backend::Ssd(s) => s,
-        }
-    }
-
-    fn drives(&mut self) -> Result<&mut Drives, OffloadError> {
-        match &mut self.backend {
-            Backend::Drives(d) => Ok(d),
-            Backend::Ssd(_) => Err(invalid("the SSD backend has no drives to ask")),
-        }
-    }
-
     /// Drives behind the handle (0 for the SSD backend).
     pub fn count(&self) -> usize {
-        match &self.backend {
-            Backend::Drives(d) => d.specs().len(),
-            Backend::Ssd(_) => 0,
-        }
+        self.backend.specs().len()
     }
 
     /// Identify of drive `i`.
     pub fn identify(&mut self, i: usize) -> Result<instinfer_caps, OffloadError> {
-        let infos = self.drives()?.identify();
+        let infos = self.backend.drives()?.identify();
         let info = infos
             .get(i)
             .ok_or_else(|| invalid(format!("drive {i} of {}", infos.len())))?;
@@ -140,7 +111,7 @@ impl Handle {
 
     /// The statistics counters of drive `i`, in `proto::StatsLog` order.
     pub fn stats(&mut self, i: usize) -> Result<[u64; 24], OffloadError> {
-        let logs = self.drives()?.stats()?;
+        let logs = self.backend.drives()?.stats()?;
         logs.get(i)
             .map(proto::StatsLog::counters)
             .ok_or_else(|| invalid(format!("drive {i} of {}", logs.len())))
@@ -154,57 +125,40 @@ impl Handle {
         opts: Option<&instinfer_seq_options>,
     ) -> Result<(), OffloadError> {
         let o = opts.copied().unwrap_or_default();
-        match &mut self.backend {
-            Backend::Drives(d) => {
-                let opts = SeqOptions {
-                    basis: match o.basis {
-                        crate::INSTINFER_BASIS_RAW => BasisKind::Raw,
-                        crate::INSTINFER_BASIS_PCA => BasisKind::Pca,
-                        crate::INSTINFER_BASIS_BALANCED => BasisKind::Balanced,
-                        b => return Err(invalid(format!("unknown basis {b}"))),
-                    },
-                    layout: match o.layout {
-                        crate::INSTINFER_LAYOUT_TIME => Layout::Time,
-                        crate::INSTINFER_LAYOUT_PAGES => Layout::Pages,
-                        crate::INSTINFER_LAYOUT_QUEST => Layout::Quest,
-                        l => return Err(invalid(format!("unknown layout {l}"))),
-                    },
-                    dim_group: match o.dim_group {
-                        0 => 1,
-                        g => u8::try_from(g)
-                            .map_err(|_| invalid(format!("dim group {g} exceeds 255")))?,
-                    },
-                };
-                d.open_sequence(seq, shape, opts)
-            }
-            Backend::Ssd(s) => {
-                if shape != s.shape() {
-                    return Err(invalid(format!(
-                        "the store holds sequences of {:?}, not {shape:?}",
-                        s.shape()
-                    )));
-                }
-                if o.basis != 0 || o.layout != 0 || o.dim_group > 1 {
-                    return Err(invalid("the SSD backend takes no sequence options"));
-                }
-                s.open_sequence(seq)
-            }
-        }
+        let opts = SeqOptions {
+            basis: match o.basis {
+                crate::INSTINFER_BASIS_RAW => BasisKind::Raw,
+                crate::INSTINFER_BASIS_PCA => BasisKind::Pca,
+                crate::INSTINFER_BASIS_BALANCED => BasisKind::Balanced,
+                b => return Err(invalid(format!("unknown basis {b}"))),
+            },
+            layout: match o.layout {
+                crate::INSTINFER_LAYOUT_TIME => Layout::Time,
+                crate::INSTINFER_LAYOUT_PAGES => Layout::Pages,
+                crate::INSTINFER_LAYOUT_QUEST => Layout::Quest,
+                l => return Err(invalid(format!("unknown layout {l}"))),
+            },
+            dim_group: match o.dim_group {
+                0 => 1,
+                g => u8::try_from(g).map_err(|_| invalid(format!("dim group {g} exceeds 255")))?,
+            },
+        };
+        self.backend.open_sequence(seq, shape, opts)
     }
 
     /// Closes a sequence.
     pub fn seq_close(&mut self, seq: u32) -> Result<(), OffloadError> {
-        self.kv().close(seq)
+        self.backend.close(seq)
     }
 
     /// Tokens stored in a layer.
     pub fn seq_length(&self, seq: u32, layer: usize) -> Result<usize, OffloadError> {
-        self.kv_ref().tokens(seq, layer)
+        self.backend.tokens(seq, layer)
     }
 
     /// The shape of an open sequence.
     pub fn shape_of(&self, seq: u32) -> Result<ModelShape, OffloadError> {
-        self.kv_ref().shape_of(seq)
+        self.backend.shape_of(seq)
     }
 
     /// Appends K and V.
@@ -215,7 +169,7 @@ impl Handle {
         k: Values<'_>,
         v: Values<'_>,
     ) -> Result<usize, OffloadError> {
-        self.kv().append_kv(seq, layer, k, v)
+        self.backend.append_kv(seq, layer, k, v)
     }
 
     /// Submits one layer's decode of `seqs`: q `[batch][q_heads][d]`, the
@@ -255,7 +209,7 @@ impl Handle {
                 method,
             })
             .collect();
-        let id = self.kv().submit_batch(&steps)?;
+        let id = self.backend.submit_batch(&steps)?;
         self.batches.insert(id, (seqs.len(), qn));
         Ok(id)
     }
@@ -290,7 +244,7 @@ impl Handle {
             return Err(invalid(format!("{} reports for {n} steps", r.len())));
         }
         self.batches.remove(&id);
-        let b = self.kv().fetch_batch(id)?;
+        let b = self.backend.fetch_batch(id)?;
         for (i, s) in b.steps.iter().enumerate() {
             out[i * per..(i + 1) * per].copy_from_slice(&s.out);
         }

@@ -3,7 +3,7 @@
 
 use host_driver::backend::ModelShape;
 
-use crate::{BatchOutput, OffloadError, Step, Values};
+use crate::{BatchOutput, Drives, OffloadError, Step, Values};
 
 /// A place whose sequences take KV appends and decode batches.
 pub trait KvBackend: Send {
@@ -25,9 +25,11 @@ pub trait KvBackend: Send {
     fn fetch_batch(&mut self, id: u64) -> Result<BatchOutput, OffloadError>;
     /// Closes `seq`.
     fn close(&mut self, seq: u32) -> Result<(), OffloadError>;
+    /// Open sequences, in order.
+    fn sequences(&self) -> Vec<u32>;
 }
 
-impl KvBackend for crate::Drives {
+impl KvBackend for Drives {
     fn shape_of(&self, seq: u32) -> Result<ModelShape, OffloadError> {
         self.shape(seq)
     }
@@ -51,5 +53,8 @@ impl KvBackend for crate::Drives {
     }
     fn close(&mut self, seq: u32) -> Result<(), OffloadError> {
         self.close_sequence(seq)
+    }
+    fn sequences(&self) -> Vec<u32> {
+        Drives::sequences(self)
     }
 }

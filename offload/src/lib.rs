@@ -7,6 +7,7 @@
 //! | [`device`] | [`device::DeviceSpec`] (`sim`, `qemu:<board>`, `tcp://…`, `/dev/…`, `vfio:…`) and [`device::AnyTransport`] |
 //! | [`drives`] | [`Drives`]: one drive or an array, sequences, KV append, decode with split submit/fetch |
 //! | [`ssd`] | [`SsdKv`]: the SSD block-sparse backend (a plain drive or a directory) behind the same calls; [`SsdWorker`]: it on a thread of its own |
+//! | [`any`] | [`AnyBackend`]: drives or the SSD backend behind one value, as the bindings' handles hold them |
 //! | [`backend`] | [`KvBackend`]: the calls both share once a sequence is open |
 //! | [`method`] | [`MethodSpec`]: a method's name and compression (or explicit SparF parameters), resolved per step |
 //! | `check` | the argument checks every backend makes before sending anything |
@@ -19,6 +20,7 @@
 //! `[q_heads][d]` f32.
 #![forbid(unsafe_code)]
 
+pub mod any;
 pub mod backend;
 mod check;
 pub mod device;
@@ -30,6 +32,7 @@ pub mod report;
 pub mod ssd;
 pub mod values;
 
+pub use any::AnyBackend;
 pub use backend::KvBackend;
 pub use drives::{Drives, Layout, SeqOptions, Step};
 pub use error::OffloadError;

@@ -13,8 +13,9 @@ batch of sequences at a time::
     out, report = dev.decode(0, 0, q, k_new, v_new, method="sparf", compression=1/8)
 
 ``submit`` / ``fetch`` split a decode so the caller can compute while the
-drives work; the GIL is released while they do. ``SsdStore`` is the SSD
-block-sparse backend (a plain drive or a directory) with the same calls.
+drives work; the GIL is released while they do. ``open_ssd`` opens the SSD
+block-sparse backend (a plain drive or a directory) as a ``Device`` with
+the same calls.
 Errors are ``instinfer.Error`` subclasses carrying ``code`` and, for a
 drive's refusal, ``nvme_status`` and ``command``.
 """
@@ -28,13 +29,13 @@ from ._native import (
     InvalidArgument,
     Pending,
     SequenceError,
-    SsdStore,
     StorageError,
     TransportError,
     __version__,
     error_bound,
     methods,
     open,
+    open_ssd,
 )
 
 __all__ = [
@@ -46,11 +47,11 @@ __all__ = [
     "InvalidArgument",
     "Pending",
     "SequenceError",
-    "SsdStore",
     "StorageError",
     "TransportError",
     "__version__",
     "error_bound",
     "methods",
     "open",
+    "open_ssd",
 ]

@@ -65,11 +65,36 @@ def error_bound(eps: float, max_abs_v: float) -> float:
 def methods() -> List[Tuple[str, str]]:
     """Every method name with a line on what it does."""
 
+def open_ssd(
+    location: str,
+    layers: int,
+    q_heads: int,
+    kv_heads: int,
+    head_dim: int,
+    capacity: int,
+    *,
+    slots: int = 1,
+    block: int = 32,
+    prefetch: int = 1,
+    name: str = "instinfer",
+) -> Device:
+    """The SSD block-sparse backend as a ``Device``: a KV store at
+    ``location`` (an existing directory, ``/dev/nvmeXnY`` or ``dram``) for
+    sequences of this shape; attention on the host, methods ``dense`` and
+    ``block``, each batch computed on the store's thread once submitted."""
+
 class Device:
-    """Drives holding sequences' KV caches and running decode attention."""
+    """Drives holding sequences' KV caches and running decode attention, or
+    the SSD backend (``open_ssd``) behind the same calls."""
 
     @property
-    def specs(self) -> List[str]: ...
+    def specs(self) -> List[str]:
+        """The drives' specs (empty for the SSD backend)."""
+    @property
+    def path(self) -> Optional[str]:
+        """The SSD backend's store file (None for drives and in DRAM)."""
+    def io_bytes(self) -> Tuple[int, int]:
+        """The SSD backend's bytes read from and written to its drive."""
     def identify(self) -> List[Dict[str, Any]]:
         """Identify and the InstCSD capability block of every drive."""
     def stats(self) -> List[Dict[str, int]]:
@@ -143,51 +168,3 @@ class Device:
         """Closes every open sequence."""
     def __enter__(self) -> Device: ...
     def __exit__(self, *args: Any) -> bool: ...
-
-class SsdStore:
-    """The SSD block-sparse backend: KV on a plain drive or in a directory."""
-
-    def __init__(
-        self,
-        location: str,
-        layers: int,
-        q_heads: int,
-        kv_heads: int,
-        head_dim: int,
-        capacity: int,
-        *,
-        slots: int = 1,
-        block: int = 32,
-        prefetch: int = 1,
-        name: str = "instinfer",
-    ) -> None: ...
-    @property
-    def path(self) -> Optional[str]: ...
-    def io_bytes(self) -> Tuple[int, int]: ...
-    def open_sequence(self, seq: int) -> None: ...
-    def close_sequence(self, seq: int) -> None: ...
-    def length(self, seq: int, layer: int) -> int: ...
-    def append(self, seq: int, layer: int, k: Array, v: Array) -> int: ...
-    def submit(
-        self,
-        layer: int,
-        seqs: Union[int, Sequence[int]],
-        q: Array,
-        k_new: Optional[Array] = None,
-        v_new: Optional[Array] = None,
-        *,
-        method: str = "block",
-        compression: float = 0.125,
-    ) -> Pending: ...
-    def fetch(self, pending: Pending) -> Tuple[npt.NDArray[np.float32], Report]: ...
-    def decode(
-        self,
-        layer: int,
-        seqs: Union[int, Sequence[int]],
-        q: Array,
-        k_new: Optional[Array] = None,
-        v_new: Optional[Array] = None,
-        *,
-        method: str = "block",
-        compression: float = 0.125,
-    ) -> Tuple[npt.NDArray[np.float32], Report]: ...

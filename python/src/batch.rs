@@ -1,6 +1,6 @@
-//! The calls `Device` and `SsdStore` share once a sequence is open
-//! (append, submit, fetch, decode, length, close), written once over
-//! `offload::KvBackend`, and `Pending`, a submitted batch.
+//! The calls every `Device` makes once a sequence is open (append,
+//! submit, fetch, decode), written over `offload::KvBackend`, and
+//! `Pending`, a submitted batch.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,20 +1,35 @@
-//! `Device`: one drive or an array of drives, opened from the CLI's spec
-//! strings, and `open()`.
+//! `Device`: one drive or an array of drives opened from the CLI's spec
+//! strings (`open()`), or the SSD block-sparse backend (`open_ssd()`),
+//! behind the same calls.
 
 use attention::shape::BasisKind;
-use offload::{Drives, Layout, ModelShape, OffloadError, SeqOptions};
+use offload::{AnyBackend, Drives, KvBackend, Layout, ModelShape, OffloadError, SeqOptions};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::batch::{Pending, Shared, method_spec};
 use crate::errors::IntoPy;
 
-/// Drives holding sequences' KV caches and running their decode attention.
+/// Drives holding sequences' KV caches and running their decode
+/// attention, or the SSD backend (a KV store on a plain drive, attention on
+/// the host).
 #[derive(Debug)]
 #[pyclass(module = "instinfer", frozen)]
 pub struct Device {
-    shared: Shared<Drives>,
+    shared: Shared<AnyBackend>,
     specs: Vec<String>,
+    path: Option<String>,
+}
+
+impl Device {
+    /// A handle on `backend`.
+    pub fn new(backend: AnyBackend, path: Option<String>) -> Self {
+        Self {
+            specs: backend.specs(),
+            shared: Shared::new(backend),
+            path,
+        }
+    }
 }
 
 /// Opens drives: `devices` is one spec or a list of them (`sim`,
@@ -47,11 +62,7 @@ pub fn open(
         return Err(OffloadError::Invalid("count must be at least 1".into())).py(py);
     }
     let drives = py.detach(|| Drives::open(&specs, page_size)).py(py)?;
-    let specs = drives.specs().to_vec();
-    Ok(Device {
-        shared: Shared::new(drives),
-        specs,
-    })
+    Ok(Device::new(AnyBackend::Drives(drives), None))
 }
 
 fn basis(s: &str) -> Result<BasisKind, OffloadError> {
@@ -67,16 +78,27 @@ fn basis(s: &str) -> Result<BasisKind, OffloadError> {
 
 #[pymethods]
 impl Device {
-    /// The drives' specs, in KV-head order.
+    /// The drives' specs, in KV-head order (empty for the SSD backend).
     #[getter]
     fn specs(&self) -> Vec<String> {
         self.specs.clone()
     }
 
+    /// The SSD backend's store file (None for drives and in DRAM).
+    #[getter]
+    fn path(&self) -> Option<String> {
+        self.path.clone()
+    }
+
+    /// The SSD backend's bytes read from and written to its drive.
+    fn io_bytes(&self, py: Python<'_>) -> PyResult<(u64, u64)> {
+        self.shared.with(py, |b| b.ssd()?.io_bytes())
+    }
+
     /// Identify of every drive: strings, transfer limit and the InstCSD
     /// capability block (`methods` as names).
     fn identify<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let infos = self.shared.with(py, |d| Ok(d.identify()))?;
+        let infos = self.shared.with(py, |d| Ok(d.drives()?.identify()))?;
         let list = PyList::empty(py);
         for i in infos {
             let c = &i.caps;
@@ -118,7 +140,7 @@ impl Device {
 
     /// The statistics log of every drive (counters by name).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let logs = self.shared.with(py, |d| d.stats())?;
+        let logs = self.shared.with(py, |d| d.drives()?.stats())?;
         let list = PyList::empty(py);
         for l in logs {
             let d = PyDict::new(py);
@@ -132,10 +154,11 @@ impl Device {
 
     /// Each drive's virtual clock in ns (simulated drives; None for real ones).
     fn virtual_clock_ns(&self, py: Python<'_>) -> PyResult<Vec<Option<u64>>> {
-        self.shared.with(py, |d| Ok(d.virtual_clock_ns()))
+        self.shared.with(py, |d| Ok(d.drives()?.virtual_clock_ns()))
     }
 
-    /// Opens a sequence with a model's attention shape.
+    /// Opens a sequence with a model's attention shape (on the SSD
+    /// backend: the store's shape, no options).
     #[pyo3(signature = (seq, layers, q_heads, kv_heads, head_dim, *, basis = "raw", layout = "time", dim_group = 1))]
     #[allow(clippy::too_many_arguments)]
     fn open_sequence(
@@ -166,7 +189,7 @@ impl Device {
 
     /// Closes a sequence (collecting any pending batch with a step of it).
     fn close_sequence(&self, py: Python<'_>, seq: u32) -> PyResult<()> {
-        self.shared.with(py, |d| d.close_sequence(seq))
+        self.shared.with(py, |d| d.close(seq))
     }
 
     /// Open sequences.
@@ -176,7 +199,7 @@ impl Device {
 
     /// Tokens stored in a layer of a sequence.
     fn length(&self, py: Python<'_>, seq: u32, layer: usize) -> PyResult<usize> {
-        self.shared.with(py, |d| d.len(seq, layer))
+        self.shared.with(py, |d| d.tokens(seq, layer))
     }
 
     /// Appends a layer's K and V, `[kv_heads, tokens, d]` float16 or
@@ -269,7 +292,7 @@ impl Device {
         self.shared.with(py, |d| {
             let mut first = Ok(());
             for s in d.sequences() {
-                if let Err(e) = d.close_sequence(s) {
+                if let Err(e) = d.close(s) {
                     first = first.and(Err(e));
                 }
             }
@@ -293,6 +316,10 @@ impl Device {
     }
 
     fn __repr__(&self) -> String {
-        format!("<instinfer.Device {:?}>", self.specs)
+        match &self.path {
+            _ if !self.specs.is_empty() => format!("<instinfer.Device {:?}>", self.specs),
+            Some(p) => format!("<instinfer.Device SSD store {p:?}>"),
+            None => "<instinfer.Device SSD store in DRAM>".into(),
+        }
     }
 }

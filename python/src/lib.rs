@@ -8,8 +8,8 @@
 //! | [`errors`] | the exception classes and the mapping of `OffloadError` onto them |
 //! | [`arrays`] | float16/float32 arrays in, shapes checked; float32 arrays out |
 //! | [`batch`] | a decode batch from arrays, its outputs and reports back |
-//! | [`device`] | `Device`: drives from spec strings |
-//! | [`ssd`] | `SsdStore`: the SSD block-sparse backend |
+//! | [`device`] | `Device`: drives from spec strings, or the SSD backend, behind the same calls |
+//! | [`ssd`] | `open_ssd()`: the SSD block-sparse backend as a `Device` |
 #![forbid(unsafe_code)]
 
 mod arrays;
@@ -26,8 +26,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_class::<device::Device>()?;
     m.add_class::<batch::Pending>()?;
-    m.add_class::<ssd::SsdStore>()?;
     m.add_function(wrap_pyfunction!(device::open, m)?)?;
+    m.add_function(wrap_pyfunction!(ssd::open_ssd, m)?)?;
     m.add_function(wrap_pyfunction!(methods, m)?)?;
     m.add_function(wrap_pyfunction!(error_bound, m)?)?;
     m.add("DENSE_EPS", attention::engine::DENSE_EPS)?;

@@ -299,3 +299,9 @@ def test_rust_loop_helper_times_the_same_decode(dev, rng):
 def test_error_bound_is_the_engines():
     assert instinfer.DENSE_EPS == 1e-4 and instinfer.SPARF_EPS == 2e-4
     assert instinfer.error_bound(instinfer.DENSE_EPS, 2.0) == pytest.approx(2e-4 + 2.0**-13)
+
+
+def test_drives_have_no_store(dev):
+    assert dev.path is None
+    with pytest.raises(instinfer.InvalidArgument):
+        dev.io_bytes()

@@ -1,4 +1,4 @@
-"""``SsdStore``: the SSD block-sparse backend behind the same calls."""
+"""``open_ssd``: the SSD block-sparse backend behind the same calls."""
 
 import numpy as np
 import pytest
@@ -8,7 +8,7 @@ from conftest import SHAPE, kv, reference_attention
 
 
 def store(location, capacity=512, **kw):
-    return instinfer.SsdStore(location, **SHAPE, capacity=capacity, **kw)
+    return instinfer.open_ssd(location, **SHAPE, capacity=capacity, **kw)
 
 
 def test_block_sparse_on_a_file_equals_dram(tmp_path, rng):
@@ -18,7 +18,7 @@ def test_block_sparse_on_a_file_equals_dram(tmp_path, rng):
     for loc in (str(tmp_path), "dram"):
         s = store(loc, slots=2)
         for seq in (0, 1):
-            s.open_sequence(seq)
+            s.open_sequence(seq, **SHAPE)
             assert s.append(seq, 1, k, v) == 300
         out, rep = s.decode(1, [0, 1], q, method="block", compression=0.25)
         assert out.shape == (2, 4, 64)
@@ -35,7 +35,7 @@ def test_block_sparse_on_a_file_equals_dram(tmp_path, rng):
 
 def test_dense_on_the_store_is_attention(tmp_path, rng):
     s = store(str(tmp_path))
-    s.open_sequence(4)
+    s.open_sequence(4, **SHAPE)
     k, v = kv(rng, 100)
     s.append(4, 0, k, v)
     q = rng.standard_normal((4, 64)).astype(np.float32)
@@ -56,11 +56,19 @@ def test_store_refusals(tmp_path, rng):
     with pytest.raises(instinfer.InvalidArgument):
         store("dram", capacity=0)
     with pytest.raises(instinfer.InvalidArgument):
-        instinfer.SsdStore("dram", 1, 3, 2, 64, 16)
+        instinfer.open_ssd("dram", 1, 3, 2, 64, 16)
     s = store("dram", capacity=64)
-    s.open_sequence(0)
+    assert s.specs == [] and s.path is None and "DRAM" in repr(s)
+    with pytest.raises(instinfer.InvalidArgument):
+        s.open_sequence(0, **dict(SHAPE, head_dim=32))
+    with pytest.raises(instinfer.InvalidArgument):
+        s.open_sequence(0, **SHAPE, basis="pca")
+    s.open_sequence(0, **SHAPE)
     with pytest.raises(instinfer.SequenceError):
-        s.open_sequence(0)
+        s.open_sequence(0, **SHAPE)
+    for drives_only in (s.identify, s.stats, s.virtual_clock_ns):
+        with pytest.raises(instinfer.InvalidArgument):
+            drives_only()
     with pytest.raises(instinfer.InvalidArgument):
         s.append(0, 0, *kv(rng, 65))
     s.append(0, 0, *kv(rng, 10))

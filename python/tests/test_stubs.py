@@ -29,6 +29,6 @@ def test_stubs_name_the_native_api():
     public = {n for n in dir(_native) if not n.startswith("_")} | {"__version__"}
     assert top == public, (top ^ public)
     assert set(instinfer.__all__) == public
-    for cls in ("Device", "SsdStore", "Pending"):
+    for cls in ("Device", "Pending"):
         have = {n for n in dir(getattr(_native, cls)) if not n.startswith("_")}
         assert classes[cls] == have, (cls, classes[cls] ^ have)

@@ -149,6 +149,13 @@ impl SsdKv {
         (s.bytes_read, s.bytes_written)
     }
 
+    /// Open sequences, in order.
+    pub fn sequences(&self) -> Vec<u32> {
+        let mut s: Vec<u32> = self.lens.keys().copied().collect();
+        s.sort_unstable();
+        s
+    }
+
     /// Opens `seq`.
     pub fn open_sequence(&mut self, seq: u32) -> Result<(), OffloadError> {
         if self.lens.contains_key(&seq) {

@@ -35,6 +35,7 @@ enum Call {
     Submit(Vec<OwnedStep>, Reply<u64>),
     Fetch(u64, Reply<BatchOutput>),
     Io(Reply<(u64, u64)>),
+    Seqs(Reply<Vec<u32>>),
 }
 
 /// The SSD backend on its own thread.
@@ -161,6 +162,10 @@ impl KvBackend for SsdWorker {
     fn close(&mut self, seq: u32) -> Result<(), OffloadError> {
         self.call(|r| Call::Close(seq, r))
     }
+
+    fn sequences(&self) -> Vec<u32> {
+        self.call(Call::Seqs).unwrap_or_default()
+    }
 }
 
 /// The thread's loop: answers calls; between them, computes submitted
@@ -230,6 +235,9 @@ fn serve(mut kv: SsdKv, rx: Receiver<Call>) {
             }
             Call::Io(r) => {
                 let _ = r.send(Ok(kv.io_bytes()));
+            }
+            Call::Seqs(r) => {
+                let _ = r.send(Ok(kv.sequences()));
             }
         }
     }
