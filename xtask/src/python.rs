@@ -10,17 +10,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-fn run(cmd: &mut Command) -> Result<(), String> {
-    eprintln!("$ {cmd:?}");
-    let status = cmd
-        .status()
-        .map_err(|e| format!("cannot run {:?}: {e}", cmd.get_program()))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{:?} failed ({status})", cmd.get_program()))
-    }
-}
+use crate::hdl::run;
 
 pub fn main(args: &[String]) -> Result<(), String> {
     let hf = match args {

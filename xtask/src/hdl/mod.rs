@@ -37,7 +37,7 @@ fn out_dir() -> PathBuf {
 }
 
 /// Runs a tool, echoing the command; errors if it cannot start or fails.
-fn run(cmd: &mut Command) -> Result<(), String> {
+pub(crate) fn run(cmd: &mut Command) -> Result<(), String> {
     eprintln!("$ {cmd:?}");
     let status = cmd
         .status()
