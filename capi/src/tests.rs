@@ -352,3 +352,42 @@ fn the_ssd_backend_behind_the_same_handle() {
         instinfer_free(dev);
     }
 }
+
+/// The header's error codes are `OffloadError`'s, in its order, and each
+/// has a name of its own.
+#[test]
+fn error_codes_are_the_offload_codes() {
+    let header = [
+        INSTINFER_EINVALID,
+        INSTINFER_ENOSEQ,
+        INSTINFER_EEXIST,
+        INSTINFER_ENOBATCH,
+        INSTINFER_ESTATUS,
+        INSTINFER_ETRANSPORT,
+        INSTINFER_EDEVICE,
+        INSTINFER_ESTORAGE,
+    ];
+    assert_eq!(header.len(), offload::OffloadError::CODES.len());
+    for (i, code) in header.iter().enumerate() {
+        assert_eq!(*code, i as i32 + 1, "{}", offload::OffloadError::CODES[i]);
+    }
+    let samples = [
+        offload::OffloadError::Invalid(String::new()),
+        offload::OffloadError::UnknownSequence(0),
+        offload::OffloadError::SequenceExists(0),
+        offload::OffloadError::UnknownBatch(0),
+        offload::OffloadError::Status {
+            status: proto::Status::INVALID_FIELD,
+            command: "x",
+        },
+        offload::OffloadError::Transport(String::new()),
+        offload::OffloadError::Device(String::new()),
+        offload::OffloadError::Storage(String::new()),
+    ];
+    for (e, want) in samples.iter().zip(header) {
+        assert_eq!(e.code(), want, "{e:?}");
+    }
+    let names: std::collections::HashSet<&CStr> =
+        (0..=INSTINFER_EINTERNAL).map(last::code_name).collect();
+    assert_eq!(names.len(), INSTINFER_EINTERNAL as usize + 1);
+}

@@ -44,7 +44,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
     // test suite builds for its own integration tests).
     run(Command::new(&cargo)
         .current_dir(&root)
-        .args(["test", "-p", "instinfer", "--no-run"]))?;
+        .args(["test", "--workspace", "--no-run"]))?;
     run(Command::new(bin("maturin"))
         .current_dir(&root)
         .args(["build", "--release", "--out"])
