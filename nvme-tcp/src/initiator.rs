@@ -128,6 +128,9 @@ impl From<WireError> for TransportError {
             WireError::Pdu(p) => {
                 TransportError::DeviceFailed(format!("malformed PDU from the target: {p}"))
             }
+            e @ WireError::DataDigest { .. } => {
+                TransportError::DeviceFailed(format!("from the target: {e}"))
+            }
         }
     }
 }

@@ -105,6 +105,9 @@ pub struct TargetStats {
     pub refused_connections: AtomicU64,
     /// Connections ended because of a malformed or unexpected PDU.
     pub protocol_errors: AtomicU64,
+    /// Commands failed (Transient Transport Error) because their data
+    /// failed its digest; their connections went on.
+    pub data_digest_errors: AtomicU64,
     /// Commands completed (every queue).
     pub commands: AtomicU64,
     /// Commands that went to the firmware.

@@ -20,6 +20,15 @@ pub enum WireError {
     /// The PDU is malformed.
     #[error("malformed PDU: {0}")]
     Pdu(TcpError),
+    /// The PDU's header is sound but its data failed the data digest: a
+    /// receiver may fail the one command the data belongs to and go on.
+    #[error("data digest mismatch in a {} PDU ({len} bytes of data)", pdu.pdu_type())]
+    DataDigest {
+        /// The PDU (its data dropped).
+        pdu: Box<Pdu>,
+        /// Bytes of data it carried.
+        len: usize,
+    },
 }
 
 /// Reads one PDU of at most `max_plen` bytes; returns its header and data.
@@ -43,9 +52,14 @@ pub fn read_pdu<R: Read>(
     let mut pdu = vec![0u8; h.plen as usize];
     pdu[..8].copy_from_slice(&ch);
     r.read_exact(&mut pdu[8..])?;
-    let (p, data) = Pdu::decode(&pdu, digests).map_err(WireError::Pdu)?;
-    let data = data.to_vec();
-    Ok((p, data))
+    let (p, data, data_ok) = Pdu::decode_with_data_digest(&pdu, digests).map_err(WireError::Pdu)?;
+    if !data_ok {
+        return Err(WireError::DataDigest {
+            pdu: Box::new(p),
+            len: data.len(),
+        });
+    }
+    Ok((p, data.to_vec()))
 }
 
 /// Writes one PDU with `data` (and its digest when negotiated).

@@ -15,6 +15,7 @@
 //! | [`link`] | the board link: NVMe traffic over a byte stream (firmware under QEMU) |
 //! | [`vendor`] | the InstCSD vendor I/O commands: builders and strict parsers |
 //! | [`regs`] | controller register offsets and doorbells |
+//! | [`discovery`] | the Discovery Log Page and the discovery NQN |
 //! | [`fabrics`] | NVMe over Fabrics commands (Connect, Property Get / Set) and properties |
 //! | [`tcp`] | NVMe/TCP PDUs: framing, checks and digests |
 //! | [`error`] | [`ProtoError`], the crate's error type |
@@ -30,6 +31,7 @@
 extern crate std;
 
 pub mod cqe;
+pub mod discovery;
 pub mod error;
 pub mod fabrics;
 pub mod identify;

@@ -45,6 +45,10 @@ impl Status {
     pub const DATA_TRANSFER_ERROR: Status = st(0, 0x04, false);
     /// Internal error (0/0x06).
     pub const INTERNAL_ERROR: Status = st(0, 0x06, false);
+    /// Transient transport error (0/0x22): the transport lost the
+    /// command's data (an NVMe/TCP data digest mismatch); the same
+    /// command may succeed again.
+    pub const TRANSIENT_TRANSPORT_ERROR: Status = st(0, 0x22, false);
     /// Invalid namespace or format (0/0x0B).
     pub const INVALID_NAMESPACE: Status = st(0, 0x0B, true);
     /// PRP offset invalid (0/0x13): see [`crate::ProtoError::PrpOffset`].
@@ -84,13 +88,14 @@ impl Status {
     pub const SEQ_LOST: Status = st(7, 0x88, true);
 
     /// Every status with a name, for tables and tests.
-    pub const KNOWN: [Status; 20] = [
+    pub const KNOWN: [Status; 21] = [
         Self::SUCCESS,
         Self::INVALID_OPCODE,
         Self::INVALID_FIELD,
         Self::DATA_TRANSFER_ERROR,
         Self::INTERNAL_ERROR,
         Self::INVALID_NAMESPACE,
+        Self::TRANSIENT_TRANSPORT_ERROR,
         Self::PRP_OFFSET_INVALID,
         Self::CAPACITY_EXCEEDED,
         Self::INVALID_QUEUE_ID,
@@ -151,6 +156,7 @@ impl Status {
             (0, 0x06) => "internal error",
             (0, 0x0B) => "invalid namespace",
             (0, 0x13) => "PRP offset invalid",
+            (0, 0x22) => "transient transport error",
             (0, 0x81) => "capacity exceeded",
             (1, 0x01) => "invalid queue id",
             (1, 0x09) => "invalid log page",

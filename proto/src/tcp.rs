@@ -352,6 +352,20 @@ impl Pdu {
     /// common header included) and returns its header and data.
     /// `digests` is what the connection negotiated (none before ICResp).
     pub fn decode(pdu: &[u8], digests: Digests) -> Result<(Pdu, &[u8]), TcpError> {
+        match Self::decode_with_data_digest(pdu, digests)? {
+            (p, data, true) => Ok((p, data)),
+            (_, _, false) => Err(TcpError::DataDigest),
+        }
+    }
+
+    /// [`Self::decode`], except that a data digest mismatch is not an
+    /// error: the PDU comes back with `false`, so a receiver can fail the
+    /// one command whose data it carried and keep the connection (the
+    /// header, checked by its own digest, is sound).
+    pub fn decode_with_data_digest(
+        pdu: &[u8],
+        digests: Digests,
+    ) -> Result<(Pdu, &[u8], bool), TcpError> {
         let mut ch = [0u8; 8];
         let first = pdu.get(..8).ok_or(TcpError::PduLength {
             plen: pdu.len() as u32,
@@ -390,6 +404,7 @@ impl Pdu {
             return Err(TcpError::HeaderDigest);
         }
         let is_term = matches!(h.pdu_type, H2C_TERM_REQ | C2H_TERM_REQ);
+        let mut data_ok = true;
         let data: &[u8] = if is_term {
             // The offending PDU header, if any, follows a terminate
             // request's header (PDO stays 0).
@@ -409,9 +424,7 @@ impl Pdu {
                 return Err(TcpError::DataOffset { pdo: h.pdo });
             }
             let data = &pdu[pdo..pdu.len() - tail];
-            if dd && get_u32(pdu, pdu.len() - DIGEST) != crc32c(data) {
-                return Err(TcpError::DataDigest);
-            }
+            data_ok = !dd || get_u32(pdu, pdu.len() - DIGEST) == crc32c(data);
             data
         };
         let b = &pdu[..hlen];
@@ -500,7 +513,7 @@ impl Pdu {
         {
             return Err(TcpError::DataOffset { pdo: h.pdo });
         }
-        Ok((p, data))
+        Ok((p, data, data_ok))
     }
 
     /// The bytes that precede `data_len` bytes of data in this PDU (common

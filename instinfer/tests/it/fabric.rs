@@ -467,3 +467,83 @@ fn demo_over_nvme_tcp_reports_the_remote_page_size() {
     assert!(r.rows.iter().all(|row| row.page_size == 16384));
     assert!(r.to_string().contains("16384 B pages"), "{r}");
 }
+
+/// A capsule whose in-capsule data fails its digest fails with a
+/// transient transport error, unexecuted, and the same connection serves
+/// the next command (here: the same Connect, sent intact).
+#[test]
+fn a_data_digest_error_fails_one_command_and_the_connection_goes_on() {
+    use proto::fabrics::{ConnectData, FabricsCmd, SGL_IN_CAPSULE, SglDesc};
+    let t = target(4096);
+    let digests = Digests {
+        header: true,
+        data: true,
+    };
+    let mut s = TcpStream::connect(t.addr()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let req = Pdu::IcReq {
+        pfv: 0,
+        hpda: 0,
+        digests,
+        maxr2t: 0,
+    };
+    nvme_tcp::wire::write_pdu(&mut s, &req, Digests::default(), &[]).unwrap();
+    let (resp, _) = nvme_tcp::wire::read_pdu(&mut s, Digests::default(), 128).unwrap();
+    assert!(matches!(resp, Pdu::IcResp { digests: d, .. } if d == digests));
+    let data = ConnectData::new(
+        [7; 16],
+        0xFFFF,
+        nvme_tcp::DEFAULT_NQN,
+        "nqn.2026-12.test:digest",
+    )
+    .unwrap()
+    .to_bytes();
+    let connect = |cid: u16| {
+        let mut sqe = FabricsCmd::Connect {
+            recfmt: 0,
+            qid: 0,
+            sqsize: 31,
+            cattr: 0,
+            kato: 0,
+        }
+        .to_sqe();
+        sqe.set_cid(cid);
+        SglDesc {
+            addr: 0,
+            len: data.len() as u32,
+            kind: SGL_IN_CAPSULE,
+        }
+        .put(&mut sqe);
+        let mut bytes = Vec::new();
+        nvme_tcp::wire::write_pdu(&mut bytes, &Pdu::CapsuleCmd(sqe), digests, &data).unwrap();
+        bytes
+    };
+    let status_of = |s: &mut TcpStream| {
+        let (p, _) = nvme_tcp::wire::read_pdu(s, digests, 4096).unwrap();
+        match p {
+            Pdu::CapsuleResp(cqe) => (cqe.cid, cqe.status()),
+            other => panic!("expected a response, got {other:?}"),
+        }
+    };
+    // One bit of the data flipped: the digest no longer matches.
+    let mut bad = connect(1);
+    let at = bad.len() - 10;
+    bad[at] ^= 0x10;
+    s.write_all(&bad).unwrap();
+    let (cid, st) = status_of(&mut s);
+    assert_eq!(cid, 1);
+    assert!(st.same_code(&Status::TRANSIENT_TRANSPORT_ERROR), "{st}");
+    assert!(!st.dnr);
+    // The same command intact, on the same connection: connected.
+    s.write_all(&connect(2)).unwrap();
+    let (cid, st) = status_of(&mut s);
+    assert_eq!((cid, st.is_success()), (2, true), "{st}");
+    assert_eq!(t.stats().data_digest_errors.load(Ordering::Relaxed), 1);
+    assert_eq!(t.stats().protocol_errors.load(Ordering::Relaxed), 0);
+    // A header digest error still ends the connection.
+    let mut bad_header = connect(3);
+    bad_header[10] ^= 0x01;
+    s.write_all(&bad_header).unwrap();
+    assert!(closes(s));
+    assert_eq!(t.stats().protocol_errors.load(Ordering::Relaxed), 1);
+}

@@ -70,6 +70,15 @@ struct Transfer {
     sqe: Sqe,
     buf: Vec<u8>,
     len: usize,
+    /// A PDU of it failed its data digest: the command fails once the
+    /// last PDU is in.
+    lost: bool,
+}
+
+/// An H2CData PDU's data, or how much of it failed its digest.
+enum Received {
+    Data(Vec<u8>),
+    Lost(usize),
 }
 
 /// The reader's side of one connection.
@@ -158,6 +167,37 @@ pub(crate) fn serve(stream: TcpStream, shared: Arc<Shared>) {
                     why: e.to_string(),
                 };
             }
+            // The header is sound (its own digest, if any, passed): fail
+            // the one command the data belongs to and go on.
+            Err(WireError::DataDigest { pdu, len }) => {
+                c.shared
+                    .stats
+                    .data_digest_errors
+                    .fetch_add(1, Ordering::Relaxed);
+                c.shared.log(format_args!(
+                    "{}: data digest mismatch ({len} bytes): failing the command",
+                    c.peer
+                ));
+                let step = match *pdu {
+                    Pdu::CapsuleCmd(sqe) => c.command_lost_data(sqe),
+                    Pdu::H2CData {
+                        cccid,
+                        ttag,
+                        datao,
+                        last,
+                        ..
+                    } => c.h2c(cccid, ttag, datao, last, Received::Lost(len)),
+                    other => Err(Stop::Fatal {
+                        fes: tcp::FES_HEADER_DIGEST,
+                        fei: 0,
+                        why: format!("data digest mismatch in PDU type {:#04x}", other.pdu_type()),
+                    }),
+                };
+                if let Err(s) = step {
+                    break s;
+                }
+                continue;
+            }
         };
         let step = match pdu {
             Pdu::CapsuleCmd(sqe) => c.command(sqe, data),
@@ -167,7 +207,7 @@ pub(crate) fn serve(stream: TcpStream, shared: Arc<Shared>) {
                 datao,
                 last,
                 ..
-            } => c.h2c(cccid, ttag, datao, last, data),
+            } => c.h2c(cccid, ttag, datao, last, Received::Data(data)),
             Pdu::TermReq {
                 from_host: true,
                 fes,
@@ -414,12 +454,11 @@ impl Conn {
         }
     }
 
-    /// A command capsule and its in-capsule data.
-    fn command(&mut self, sqe: Sqe, data: Vec<u8>) -> Result<(), Stop> {
+    /// Counts a command capsule in: a host keeps at most its queue's
+    /// entries outstanding (before Connect: the Connect itself); more is a
+    /// protocol violation that would let one host hold unbounded memory.
+    fn admit(&mut self) -> Result<(), Stop> {
         self.consumed.fetch_add(1, Ordering::Relaxed);
-        // A host keeps at most its queue's entries outstanding (before
-        // Connect: the Connect itself); more is a protocol violation that
-        // would let one host hold unbounded memory here.
         let limit = match self.qid {
             Some(_) => self.sqsize.load(Ordering::Relaxed) + 1,
             None => 1,
@@ -430,6 +469,20 @@ impl Conn {
                 format!("more than {limit} commands outstanding on a {limit}-entry queue"),
             ));
         }
+        Ok(())
+    }
+
+    /// A command capsule whose in-capsule data failed its digest: it
+    /// fails with a transient transport error, unexecuted.
+    fn command_lost_data(&mut self, sqe: Sqe) -> Result<(), Stop> {
+        self.admit()?;
+        self.status(&sqe, Status::TRANSIENT_TRANSPORT_ERROR);
+        Ok(())
+    }
+
+    /// A command capsule and its in-capsule data.
+    fn command(&mut self, sqe: Sqe, data: Vec<u8>) -> Result<(), Stop> {
+        self.admit()?;
         let fabric = sqe.opcode() == fabrics::OPCODE;
         let writes = if fabric {
             FabricsCmd::fctype(&sqe) & 1 == 1
@@ -483,6 +536,7 @@ impl Conn {
                 sqe,
                 buf: Vec::with_capacity(len),
                 len,
+                lost: false,
             },
         );
         let _ = self.tx.send(Out::R2T {
@@ -500,8 +554,12 @@ impl Conn {
         ttag: u16,
         datao: u32,
         last: bool,
-        data: Vec<u8>,
+        data: Received,
     ) -> Result<(), Stop> {
+        let n = match &data {
+            Received::Data(d) => d.len(),
+            Received::Lost(n) => *n,
+        };
         let Some(t) = self.transfers.get_mut(&ttag) else {
             return Err(fatal(
                 tcp::FES_INVALID_HEADER,
@@ -514,16 +572,22 @@ impl Conn {
                 "H2CData cid and tag disagree",
             ));
         }
-        if data.len() > self.shared.cfg.max_h2c_data as usize {
+        if n > self.shared.cfg.max_h2c_data as usize {
             return Err(fatal(tcp::FES_DATA_LIMIT, "H2CData above MAXH2CDATA"));
         }
-        if datao as usize != t.buf.len() || t.buf.len() + data.len() > t.len {
+        if datao as usize != t.buf.len() || t.buf.len() + n > t.len {
             return Err(fatal(
                 tcp::FES_DATA_RANGE,
-                format!("H2CData at {datao} (+{}) of {}", data.len(), t.len),
+                format!("H2CData at {datao} (+{n}) of {}", t.len),
             ));
         }
-        t.buf.extend_from_slice(&data);
+        match data {
+            Received::Data(d) => t.buf.extend_from_slice(&d),
+            Received::Lost(n) => {
+                t.lost = true;
+                t.buf.resize(t.buf.len() + n, 0);
+            }
+        }
         let done = t.buf.len() == t.len;
         if done != last {
             return Err(fatal(
@@ -532,6 +596,10 @@ impl Conn {
             ));
         }
         if done && let Some(t) = self.transfers.remove(&ttag) {
+            if t.lost {
+                self.status(&t.sqe, Status::TRANSIENT_TRANSPORT_ERROR);
+                return Ok(());
+            }
             return self.execute(t.sqe, Payload::Out(t.buf));
         }
         Ok(())

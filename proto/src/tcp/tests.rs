@@ -148,6 +148,14 @@ fn digests_are_checked() {
             let n = bytes.len();
             bytes[n - 5] ^= 1;
             assert_eq!(Pdu::decode(&bytes, d), Err(TcpError::DataDigest), "{p:?}");
+            // Kept: the same header, the data as received, flagged.
+            let (q, got, ok) = Pdu::decode_with_data_digest(&bytes, d).unwrap();
+            assert_eq!((q, ok, got.len()), (p.clone(), false, data.len()), "{p:?}");
+            let good = encode(&p, d, &data);
+            assert_eq!(
+                Pdu::decode_with_data_digest(&good, d).map(|(_, _, ok)| ok),
+                Ok(true)
+            );
         }
         // A PDU without the negotiated header digest is refused.
         let plain = encode(&p, ALL[0], &data);
