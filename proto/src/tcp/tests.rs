@@ -150,7 +150,7 @@ fn digests_are_checked() {
             assert_eq!(Pdu::decode(&bytes, d), Err(TcpError::DataDigest), "{p:?}");
             // Kept: the same header, the data as received, flagged.
             let (q, got, ok) = Pdu::decode_with_data_digest(&bytes, d).unwrap();
-            assert_eq!((q, ok, got.len()), (p.clone(), false, data.len()), "{p:?}");
+            assert_eq!((q, ok, got.len()), (p, false, data.len()), "{p:?}");
             let good = encode(&p, d, &data);
             assert_eq!(
                 Pdu::decode_with_data_digest(&good, d).map(|(_, _, ok)| ok),
