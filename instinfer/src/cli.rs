@@ -4,6 +4,7 @@
 mod attend;
 mod bench;
 mod demo;
+mod discover;
 mod eval;
 mod gpu;
 mod guard;
@@ -53,6 +54,8 @@ enum Command {
     Gpu(gpu::Args),
     /// Serve the simulated CSD as an NVMe/TCP target (kernel `nvme connect`, `--device tcp://…`).
     Serve(serve::Args),
+    /// Read an NVMe/TCP target's Discovery Log Page (`nvme discover`).
+    Discover(discover::Args),
 }
 
 /// Runs the parsed command.
@@ -68,6 +71,7 @@ pub fn run(cli: Cli) -> Result<(), RunError> {
         Command::Demo(a) => demo::run(a),
         Command::Bench(c) => bench::run(c),
         Command::Serve(a) => serve::run(a),
+        Command::Discover(a) => discover::run(a),
         Command::Gpu(a) => gpu::run(a),
     }
 }

@@ -420,6 +420,84 @@ fn connect_data(
     Ok(IoData::ToDevice(cd.to_bytes().to_vec()))
 }
 
+/// One record of a target's Discovery Log Page, owned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiscoveredPort {
+    /// Subsystem type ([`proto::discovery::SUBTYPE_NVM`] or
+    /// [`proto::discovery::SUBTYPE_CURRENT_DISCOVERY`]).
+    pub subtype: u8,
+    /// The subsystem's NQN.
+    pub subnqn: String,
+    /// Its address and TCP port.
+    pub traddr: String,
+    /// Its TCP port, as text.
+    pub trsvcid: String,
+    /// Address family.
+    pub adrfam: u8,
+    /// Port id.
+    pub portid: u16,
+}
+
+impl DiscoveredPort {
+    /// The `tcp://` URL a host connects to.
+    pub fn url(&self) -> String {
+        if self.adrfam == proto::discovery::ADRFAM_IPV6 {
+            format!("tcp://[{}]:{}/{}", self.traddr, self.trsvcid, self.subnqn)
+        } else {
+            format!("tcp://{}:{}/{}", self.traddr, self.trsvcid, self.subnqn)
+        }
+    }
+}
+
+/// Reads the Discovery Log Page of the target at `addr` (`HOST:PORT`):
+/// connects an admin queue to the well-known discovery NQN, reads the
+/// page's header, then the whole page, and disconnects (what `nvme
+/// discover` does).
+pub fn discover(addr: &str, o: &TcpOptions) -> Result<Vec<DiscoveredPort>, TransportError> {
+    use proto::discovery::{self, RECORD_SIZE};
+    let url = TcpUrl {
+        addr: addr.to_string(),
+        nqn: discovery::DISCOVERY_NQN.to_string(),
+    };
+    let mut hostid = [0u8; 16];
+    hostid[..4].copy_from_slice(&proto::tcp::crc32c(o.hostnqn.as_bytes()).to_le_bytes());
+    let (mut admin, _, _) = NvmeTcp::admin_enabled(&url, o, hostid)?;
+    let mut read = |bytes: usize| -> Result<Vec<u8>, TransportError> {
+        let sqe = proto::log::get_log_page(discovery::LID_DISCOVERY, bytes as u32);
+        let r = admin.run(sqe, IoData::FromDevice(bytes))?;
+        ok("Get Log Page (discovery)", &r.cqe)?;
+        Ok(r.data)
+    };
+    let head = read(RECORD_SIZE)?;
+    let (_, numrec) = discovery::parse_header(&head).map_err(|e| bad_page(&e))?;
+    // A page larger than one command moves is not expected from a
+    // discovery controller; 64 records is far above any target here.
+    let n = usize::try_from(numrec)
+        .ok()
+        .filter(|&n| n <= 64)
+        .ok_or_else(|| {
+            TransportError::DeviceFailed(format!("discovery log of {numrec} records"))
+        })?;
+    let page = read(RECORD_SIZE * (n + 1))?;
+    (0..n)
+        .map(|i| {
+            let e = discovery::entry(&page, i).map_err(|e| bad_page(&e))?;
+            Ok(DiscoveredPort {
+                subtype: e.subtype,
+                subnqn: e.subnqn.to_string(),
+                traddr: e.traddr.to_string(),
+                trsvcid: e.trsvcid.to_string(),
+                adrfam: e.adrfam,
+                portid: e.portid,
+            })
+        })
+        .collect()
+}
+
+fn bad_page(e: &proto::ProtoError) -> TransportError {
+    TransportError::DeviceFailed(format!("malformed discovery log page: {e}"))
+}
+
 /// A controller on an NVMe/TCP target, with one I/O queue.
 #[derive(Debug)]
 pub struct NvmeTcp {
@@ -470,11 +548,13 @@ impl NvmeTcp {
 
     /// Opens the admin queue, enables the controller and connects one I/O
     /// queue: (admin, I/O queue, controller id, queue depth).
-    fn establish(
+    /// Connects an admin queue to `url`'s subsystem and enables its
+    /// controller: the queue, the controller id and CAP.MQES + 1.
+    fn admin_enabled(
         url: &TcpUrl,
         o: &TcpOptions,
         hostid: [u8; 16],
-    ) -> Result<(Admin, Queue, u16, usize), TransportError> {
+    ) -> Result<(Admin, u16, usize), TransportError> {
         let mut admin = Admin {
             q: Queue::connect(url, o, 0)?,
             next_cid: 0,
@@ -536,6 +616,15 @@ impl NvmeTcp {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
+        Ok((admin, cntlid, mqes))
+    }
+
+    fn establish(
+        url: &TcpUrl,
+        o: &TcpOptions,
+        hostid: [u8; 16],
+    ) -> Result<(Admin, Queue, u16, usize), TransportError> {
+        let (mut admin, cntlid, mqes) = Self::admin_enabled(url, o, hostid)?;
         let mut nq = Sqe::new(Opcode(0x09));
         nq.cdw10 = 0x07;
         let r = admin.run(nq, IoData::None)?;

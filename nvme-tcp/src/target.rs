@@ -7,7 +7,8 @@
 //! thread ([`board`]) that interleaves every connection's commands on the
 //! board's own PCIe queues. Connect, properties, keep-alive, Identify and
 //! the standard log pages and features are the target's ([`admin`],
-//! [`controller`]); namespace 1 is a RAM namespace
+//! [`controller`]); a host connecting to the discovery NQN gets a
+//! discovery controller ([`discovery`]); namespace 1 is a RAM namespace
 //! ([`super::namespace`]). Each host NQN has its own sequence ids
 //! ([`owners`]): no host reaches another's sequences.
 //!
@@ -21,6 +22,7 @@ mod admin;
 mod board;
 mod conn;
 mod controller;
+mod discovery;
 mod owners;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -547,3 +547,42 @@ fn a_data_digest_error_fails_one_command_and_the_connection_goes_on() {
     assert!(closes(s));
     assert_eq!(t.stats().protocol_errors.load(Ordering::Relaxed), 1);
 }
+
+/// The discovery controller: `nvme discover`'s reads find the subsystem
+/// at the address the host used, the entry's URL connects, and the
+/// discovery controller serves nothing of the subsystem.
+#[test]
+fn discovery_finds_the_subsystem() {
+    use nvme_tcp::initiator::discover;
+    use proto::discovery::{DISCOVERY_NQN, SUBTYPE_CURRENT_DISCOVERY, SUBTYPE_NVM};
+    let t = target(4096);
+    let ports = discover(&t.addr().to_string(), &TcpOptions::default()).expect("discover");
+    assert_eq!(ports.len(), 2, "{ports:?}");
+    let nvm = ports
+        .iter()
+        .find(|p| p.subtype == SUBTYPE_NVM)
+        .expect("the NVM subsystem");
+    assert_eq!(nvm.subnqn, nvme_tcp::DEFAULT_NQN);
+    assert_eq!(nvm.traddr, "127.0.0.1");
+    assert_eq!(nvm.trsvcid, t.addr().port().to_string());
+    assert!(
+        ports
+            .iter()
+            .any(|p| p.subtype == SUBTYPE_CURRENT_DISCOVERY && p.subnqn == DISCOVERY_NQN)
+    );
+    // The entry's URL reaches an InstCSD.
+    let tcp = NvmeTcp::connect(&TcpUrl::parse(&nvm.url()).unwrap()).expect("connect to the entry");
+    assert!(Csd::new(tcp).is_ok());
+    // The discovery NQN takes no I/O queue, and its controller runs no
+    // subsystem command.
+    let url = TcpUrl {
+        addr: t.addr().to_string(),
+        nqn: DISCOVERY_NQN.into(),
+    };
+    let e = NvmeTcp::connect(&url).expect_err("no I/O queue on a discovery controller");
+    assert!(
+        e.to_string().contains("Number of Queues") || e.to_string().contains("Connect"),
+        "{e}"
+    );
+    assert_eq!(t.stats().protocol_errors.load(Ordering::Relaxed), 0);
+}

@@ -17,15 +17,15 @@ use super::controller::{KAS, VERSION};
 use crate::namespace::RamNamespace;
 use host_driver::transport::IoResult;
 
-const IDENTIFY: u8 = 0x06;
-const GET_LOG_PAGE: u8 = 0x02;
-const SET_FEATURES: u8 = 0x09;
-const GET_FEATURES: u8 = 0x0A;
+pub(crate) const IDENTIFY: u8 = 0x06;
+pub(crate) const GET_LOG_PAGE: u8 = 0x02;
+pub(crate) const SET_FEATURES: u8 = 0x09;
+pub(crate) const GET_FEATURES: u8 = 0x0A;
 const ABORT: u8 = 0x08;
 const ASYNC_EVENT: u8 = 0x0C;
-const KEEP_ALIVE: u8 = 0x18;
+pub(crate) const KEEP_ALIVE: u8 = 0x18;
 const FID_QUEUES: u8 = 0x07;
-const FID_KATO: u8 = 0x0F;
+pub(crate) const FID_KATO: u8 = 0x0F;
 
 /// The namespace's NGUID: fixed per subsystem NQN.
 fn nguid(nqn: &str) -> [u8; 16] {
@@ -40,7 +40,7 @@ fn nguid(nqn: &str) -> [u8; 16] {
 }
 
 /// `page` cut or zero-padded to the `len` bytes the host asked for.
-fn sized(page: &[u8], len: usize) -> Vec<u8> {
+pub(crate) fn sized(page: &[u8], len: usize) -> Vec<u8> {
     let mut v = vec![0u8; len];
     let n = len.min(page.len());
     v[..n].copy_from_slice(&page[..n]);
@@ -56,6 +56,9 @@ pub(crate) fn command(c: &mut Conn, sqe: Sqe, payload: Payload) {
     let enabled = c.with_ctrl(|k| k.enabled()) == Some(true);
     if !enabled && op != KEEP_ALIVE {
         return c.status(&sqe, proto::fabrics::COMMAND_SEQUENCE_ERROR);
+    }
+    if c.with_ctrl(|k| k.discovery) == Some(true) {
+        return super::discovery::command(c, sqe, want);
     }
     match op {
         IDENTIFY => identify(c, sqe, want),
@@ -170,7 +173,7 @@ fn log_page(c: &mut Conn, sqe: Sqe, payload: Payload, want: usize) {
     )
 }
 
-fn features(c: &mut Conn, sqe: &Sqe, set: bool) {
+pub(crate) fn features(c: &mut Conn, sqe: &Sqe, set: bool) {
     let fid = sqe.cdw10 as u8;
     let max = c.shared.cfg.max_io_queues;
     let r = c.with_ctrl(|k| match (fid, set) {

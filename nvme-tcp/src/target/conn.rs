@@ -400,6 +400,11 @@ impl Conn {
     }
 
     /// Completes with a status and nothing else.
+    /// The address the host reached this target at.
+    pub(crate) fn local_addr(&self) -> Option<SocketAddr> {
+        self.stream.local_addr().ok()
+    }
+
     pub(crate) fn status(&self, sqe: &Sqe, status: Status) {
         self.respond(sqe, status, 0, 0, Vec::new());
     }
@@ -697,8 +702,13 @@ impl Conn {
                 return Err(Ok(bad(false, 24)));
             };
             let cd = ConnectData::from_bytes(bytes).map_err(|_| Ok(bad(false, 24)))?;
-            if cd.subnqn() != Some(self.shared.cfg.nqn.as_str()) {
+            let discovery = cd.subnqn() == Some(proto::discovery::DISCOVERY_NQN);
+            if cd.subnqn() != Some(self.shared.cfg.nqn.as_str()) && !discovery {
                 return Err(Ok(bad(true, ConnectData::SUBNQN_OFFSET)));
+            }
+            // A discovery controller has no I/O queues.
+            if discovery && qid != 0 {
+                return Err(Ok(bad(false, 42)));
             }
             if cd.hostnqn().is_none_or(str::is_empty) {
                 return Err(Ok(bad(true, ConnectData::HOSTNQN_OFFSET)));
@@ -750,6 +760,7 @@ impl Conn {
                 io_queues: 0,
                 connected: Default::default(),
                 streams: vec![stream],
+                discovery: cd.subnqn() == Some(proto::discovery::DISCOVERY_NQN),
             };
             match reg.create(ctrl) {
                 Some(id) => id,

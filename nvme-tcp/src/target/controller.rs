@@ -35,6 +35,9 @@ pub(crate) struct Ctrl {
     pub connected: BTreeSet<u16>,
     /// The controller's connections (admin first), closed when it goes.
     pub streams: Vec<TcpStream>,
+    /// A discovery controller (connected to the discovery NQN): it serves
+    /// the Discovery Log Page and nothing of the subsystem.
+    pub discovery: bool,
 }
 
 impl Ctrl {
