@@ -243,6 +243,49 @@ fn kernel_host_on_our_target() -> Result<(), String> {
     let sim = SimTransport::new(16384).map_err(|e| e.to_string())?;
     compare("nvme-tcp (ioctl, header and data digests)", ioctl, sim)?;
     kernel_disconnect(inst)?;
+    kernel_discovery()
+}
+
+/// The kernel's discovery connect (what `nvme discover` does through
+/// `/dev/nvme-fabrics`) to our discovery controller, and its Discovery
+/// Log Page read with an admin passthrough on the controller device.
+fn kernel_discovery() -> Result<(), String> {
+    use proto::discovery;
+    let inst = kernel_connect(4420, discovery::DISCOVERY_NQN, 0, "")?;
+    let ctrl = PathBuf::from(format!("/dev/nvme{inst}"));
+    wait_for(&ctrl, true, "the discovery controller's device")?;
+    let sys = format!("/sys/class/nvme/nvme{inst}");
+    let subsysnqn = std::fs::read_to_string(format!("{sys}/subsysnqn")).unwrap_or_default();
+    if subsysnqn.trim() != discovery::DISCOVERY_NQN {
+        return Err(format!("discovery controller's subsysnqn is {subsysnqn:?}"));
+    }
+    let mut dev = Device::open_controller(&ctrl).map_err(|e| e.to_string())?;
+    let mut page = vec![0u8; 3 * discovery::RECORD_SIZE];
+    let sqe = proto::log::get_log_page(discovery::LID_DISCOVERY, page.len() as u32);
+    let c = dev
+        .exec(true, &sqe, nvme_linux::Data::In(&mut page))
+        .map_err(|e| format!("discovery log page: {e}"))?;
+    if c.status != 0 {
+        return Err(format!("discovery log page: status {:#06x}", c.status));
+    }
+    let (_, numrec) = discovery::parse_header(&page).map_err(|e| e.to_string())?;
+    let nvm = discovery::entry(&page, 0).map_err(|e| e.to_string())?;
+    if numrec != 2
+        || nvm.subtype != discovery::SUBTYPE_NVM
+        || nvm.subnqn != NQN
+        || nvm.traddr != "127.0.0.1"
+        || nvm.trsvcid != "4420"
+    {
+        return Err(format!("discovery log: {numrec} records, first {nvm:?}"));
+    }
+    drop(dev);
+    let p = format!("{sys}/delete_controller");
+    std::fs::write(&p, "1").map_err(|e| format!("{p}: {e}"))?;
+    wait_for(&ctrl, false, "after delete_controller")?;
+    println!(
+        "guest-test nvme-tcp: the kernel's discovery connect found {} at {}:{} in the Discovery Log Page",
+        nvm.subnqn, nvm.traddr, nvm.trsvcid
+    );
     Ok(())
 }
 

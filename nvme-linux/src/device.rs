@@ -142,6 +142,32 @@ impl Device {
         })
     }
 
+    /// Opens a controller without a namespace (`/dev/nvmeX`), such as a
+    /// discovery controller: for admin commands (the namespace id is 0).
+    pub fn open_controller(ctrl_path: &Path) -> Result<Self, NvmeError> {
+        let name = ctrl_path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let digits = name.strip_prefix("nvme").unwrap_or("");
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(NvmeError::BadPath(ctrl_path.display().to_string()));
+        }
+        let ctrl = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(ctrl_path)
+            .map_err(|e| io_err(format!("open {}", ctrl_path.display()), e))?;
+        let ns = ctrl
+            .try_clone()
+            .map_err(|e| io_err(format!("dup {}", ctrl_path.display()), e))?;
+        Ok(Self {
+            ctrl,
+            ns,
+            nsid: 0,
+            path: ctrl_path.to_path_buf(),
+            max_transfer: KERNEL_MAX_TRANSFER,
+            timeout_ms: COMMAND_TIMEOUT_MS,
+        })
+    }
+
     /// The namespace id.
     pub fn nsid(&self) -> u32 {
         self.nsid
@@ -266,6 +292,12 @@ mod tests {
         );
         for bad in ["/dev/sda", "/dev/nvme0", "/dev/ngn1", "/dev/nvmeXn1"] {
             assert_eq!(controller_of(Path::new(bad)), None, "{bad}");
+        }
+        for bad in ["/dev/nvme0n1", "/dev/sda", "/dev/nvme"] {
+            assert!(matches!(
+                Device::open_controller(Path::new(bad)),
+                Err(NvmeError::BadPath(_))
+            ));
         }
     }
 
