@@ -62,6 +62,13 @@ pub struct TargetConfig {
     pub max_connections: usize,
     /// Log connections, errors and expiries to stderr.
     pub log: bool,
+    /// Host NQNs that may connect (`None`: any host).
+    pub allowed_hosts: Option<Vec<String>>,
+    /// Sequences one host may hold open at once (`None`: no limit).
+    pub max_sequences_per_host: Option<u32>,
+    /// KV bytes (K, V and a rotated sequence's K̃, fp16) one host's open
+    /// sequences may hold (`None`: no limit).
+    pub max_kv_bytes_per_host: Option<u64>,
 }
 
 impl Default for TargetConfig {
@@ -78,6 +85,9 @@ impl Default for TargetConfig {
             in_capsule: 8192,
             max_connections: 256,
             log: true,
+            allowed_hosts: None,
+            max_sequences_per_host: None,
+            max_kv_bytes_per_host: None,
         }
     }
 }
@@ -107,6 +117,10 @@ pub struct TargetStats {
     pub refused_connections: AtomicU64,
     /// Connections ended because of a malformed or unexpected PDU.
     pub protocol_errors: AtomicU64,
+    /// Connects refused because the host NQN is not on the allow-list.
+    pub refused_hosts: AtomicU64,
+    /// Commands refused because their host reached a quota.
+    pub quota_refusals: AtomicU64,
     /// Commands failed (Transient Transport Error) because their data
     /// failed its digest; their connections went on.
     pub data_digest_errors: AtomicU64,
@@ -312,6 +326,14 @@ impl TargetHandle {
     /// Its counters.
     pub fn stats(&self) -> &TargetStats {
         &self.shared.stats
+    }
+
+    /// A host's sequences open and KV bytes held (what its quotas count).
+    pub fn host_usage(&self, hostnqn: &str) -> (u32, u64) {
+        self.shared.owners.lock().map_or((0, 0), |o| {
+            let u = o.usage(hostnqn);
+            (u.seqs, u.kv_bytes)
+        })
     }
 
     /// The `tcp://` device string of this target.

@@ -87,8 +87,13 @@ impl Status {
     /// acknowledges the loss (7/0x88).
     pub const SEQ_LOST: Status = st(7, 0x88, true);
 
+    /// A host of an NVMe/TCP target reached its quota of open sequences
+    /// or of KV bytes (7/0x89): nothing was done; another host's use is
+    /// untouched. Closing a sequence frees its share.
+    pub const HOST_QUOTA: Status = st(7, 0x89, true);
+
     /// Every status with a name, for tables and tests.
-    pub const KNOWN: [Status; 21] = [
+    pub const KNOWN: [Status; 22] = [
         Self::SUCCESS,
         Self::INVALID_OPCODE,
         Self::INVALID_FIELD,
@@ -110,6 +115,7 @@ impl Status {
         Self::DRAM_BUDGET,
         Self::UNSUPPORTED_METHOD,
         Self::SEQ_LOST,
+        Self::HOST_QUOTA,
     ];
 
     /// A status with DNR clear.
@@ -170,6 +176,7 @@ impl Status {
             (7, 0x86) => "DRAM budget exceeded",
             (7, 0x87) => "unsupported method",
             (7, 0x88) => "sequence lost to a power failure",
+            (7, 0x89) => "host quota exceeded",
             _ => return None,
         };
         Some(name)

@@ -33,6 +33,16 @@ pub struct Args {
     /// port 0) and nothing else unless something goes wrong.
     #[arg(long)]
     quiet: bool,
+    /// A host NQN that may connect (repeat for more); without any, every
+    /// host may.
+    #[arg(long = "allow-host", value_name = "NQN")]
+    allow_hosts: Vec<String>,
+    /// Sequences one host may hold open at once.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    max_sequences_per_host: Option<u32>,
+    /// KV cache one host's sequences may hold (K, V and a rotated K̃, fp16), MiB.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=(1 << 30)))]
+    max_kv_mib_per_host: Option<u64>,
 }
 
 pub fn run(a: Args) -> Result<(), RunError> {
@@ -44,6 +54,9 @@ pub fn run(a: Args) -> Result<(), RunError> {
         lba_size: a.lba_size as usize,
         max_io_queues: a.io_queues,
         log: !a.quiet,
+        allowed_hosts: (!a.allow_hosts.is_empty()).then_some(a.allow_hosts),
+        max_sequences_per_host: a.max_sequences_per_host,
+        max_kv_bytes_per_host: a.max_kv_mib_per_host.map(|m| m << 20),
         ..TargetConfig::default()
     };
     let t = Target::bind(cfg)?;

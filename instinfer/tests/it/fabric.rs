@@ -586,3 +586,81 @@ fn discovery_finds_the_subsystem() {
     );
     assert_eq!(t.stats().protocol_errors.load(Ordering::Relaxed), 0);
 }
+
+/// The allow-list refuses a host not on it; quotas refuse one host's
+/// sequence or append past its share with HOST_QUOTA, and the other host
+/// is untouched; closing frees the share.
+#[test]
+fn allow_list_and_host_quotas() {
+    use proto::SeqShape;
+    let (a, b, c) = (
+        "nqn.2026-12.test:a",
+        "nqn.2026-12.test:b",
+        "nqn.2026-12.test:c",
+    );
+    // KV bytes per token and layer: 2 kv heads × 64 dims × 2 (K, V) × 2 B.
+    let per_token = 2 * 64 * 2 * 2;
+    let cfg = TargetConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        page_size: 4096,
+        namespace_bytes: 16 << 20,
+        log: false,
+        allowed_hosts: Some(vec![a.into(), b.into()]),
+        max_sequences_per_host: Some(2),
+        max_kv_bytes_per_host: Some(100 * per_token),
+        ..TargetConfig::default()
+    };
+    let t = Target::bind(cfg).unwrap().spawn().unwrap();
+    let host = |nqn: &str| TcpOptions {
+        hostnqn: nqn.into(),
+        ..TcpOptions::default()
+    };
+    let e = NvmeTcp::connect_with(&url(&t), &host(c)).expect_err("c is not on the list");
+    assert!(e.to_string().contains("may not"), "{e}");
+    assert_eq!(t.stats().refused_hosts.load(Ordering::Relaxed), 1);
+    let mut ha = Csd::new(NvmeTcp::connect_with(&url(&t), &host(a)).unwrap()).unwrap();
+    let mut hb = Csd::new(NvmeTcp::connect_with(&url(&t), &host(b)).unwrap()).unwrap();
+    let shape = SeqShape {
+        layers: 1,
+        kv_heads: 2,
+        group: 1,
+        head_dim: 64,
+        dim_group: 1,
+        rotated: false,
+        placement: proto::Placement::TIME,
+    };
+    let quota = |r: Result<(), host_driver::csd::CsdError>| match r {
+        Err(host_driver::csd::CsdError::Status { status, .. }) => {
+            status.same_code(&Status::HOST_QUOTA)
+        }
+        _ => false,
+    };
+    ha.open(1, shape).unwrap();
+    ha.open(2, shape).unwrap();
+    assert!(quota(ha.open(3, shape)), "a third sequence of a");
+    hb.open(1, shape).unwrap();
+    hb.open(2, shape).unwrap();
+    let kv = |n: usize| vec![0x3c00u16; 2 * n * 64];
+    ha.append(1, 0, 0, &kv(60), &kv(60)).unwrap();
+    assert!(
+        quota(ha.append(2, 0, 0, &kv(41), &kv(41))),
+        "101 tokens of a"
+    );
+    assert_eq!(t.host_usage(a), (2, 60 * per_token as u64));
+    // b's share is its own: a full 100 tokens.
+    hb.append(1, 0, 0, &kv(100), &kv(100)).unwrap();
+    assert_eq!(t.host_usage(b), (2, 100 * per_token as u64));
+    // Closing frees a's share: now 40 more fit, and a third sequence.
+    ha.close(1).unwrap();
+    ha.append(2, 0, 0, &kv(100), &kv(100)).unwrap();
+    ha.open(3, shape).unwrap();
+    assert_eq!(t.host_usage(a), (2, 100 * per_token as u64));
+    assert_eq!(t.stats().quota_refusals.load(Ordering::Relaxed), 2);
+    // b's data was never touched: a decode over its 100 tokens works.
+    let q = vec![0x3c00u16; 2 * 64];
+    let ticket = hb
+        .submit_decode(1, 0, 99, &q, None, attention::shape::Method::Dense)
+        .unwrap();
+    let out = hb.fetch(ticket).unwrap();
+    assert_eq!(out.report.tokens_attended, 100);
+}

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use proto::fabrics::{self, ConnectData, FabricsCmd, SGL_IN_CAPSULE, SGL_TRANSPORT, SglDesc};
 use proto::tcp::{self, Digests, Pdu};
-use proto::{Cqe, Opcode, Sqe, Status};
+use proto::{Cqe, DecodeSubmit, KvAppend, Opcode, SeqOpen, Sqe, Status};
 
 use super::board::Job;
 use super::controller::{self, Ctrl};
@@ -733,6 +733,19 @@ impl Conn {
             Err(Err(s)) => return self.status(sqe, s),
         };
         let hostnqn = cd.hostnqn().unwrap_or_default().to_string();
+        if let Some(allowed) = &self.shared.cfg.allowed_hosts
+            && !allowed.contains(&hostnqn)
+        {
+            self.shared
+                .stats
+                .refused_hosts
+                .fetch_add(1, Ordering::Relaxed);
+            self.shared.log(format_args!(
+                "{}: host {hostnqn} refused: not on the allow-list",
+                self.peer
+            ));
+            return self.respond(sqe, fabrics::CONNECT_INVALID_HOST, 0, 0, Vec::new());
+        }
         let Ok(stream) = self.stream.try_clone() else {
             return self.status(sqe, Status::INTERNAL_ERROR);
         };
@@ -863,32 +876,84 @@ impl Conn {
         let Ok(mut owners) = self.shared.owners.lock() else {
             return self.status(&sqe, Status::INTERNAL_ERROR);
         };
+        let cfg = &self.shared.cfg;
+        // The command's fields as the board will see them (PRPs, not an SGL).
+        let mut pcie = sqe;
+        pcie.cdw0 &= !(0b11 << 14);
         let (id, opened) = match (owners.get(&host, seq), op) {
             (Some(id), _) => (id, false),
-            (None, Opcode::SEQ_OPEN) => (owners.bind(&host, seq), true),
+            (None, Opcode::SEQ_OPEN) => {
+                // KV bytes per token and layer: K and V (and K̃), fp16.
+                let per_token = SeqOpen::parse(&pcie).map_or(0, |o| {
+                    u64::from(o.kv_heads) * u64::from(o.head_dim) * 2 * (2 + u64::from(o.rotated))
+                });
+                let id = owners.bind(&host, seq);
+                if !owners.open(&host, seq, per_token, cfg.max_sequences_per_host) {
+                    owners.release(&host, seq);
+                    drop(owners);
+                    return self.over_quota(&sqe, &host, "sequences");
+                }
+                (id, true)
+            }
             (None, _) => {
                 drop(owners);
                 return self.status(&sqe, Status::SEQ_NOT_OPEN);
             }
         };
+        // Tokens this command appends, charged before it runs.
+        let tokens = match op {
+            Opcode::KV_APPEND => KvAppend::parse(&pcie).map_or(0, |a| u64::from(a.tokens)),
+            Opcode::DECODE_SUBMIT => {
+                DecodeSubmit::parse(&pcie).map_or(0, |d| u64::from(d.flags.append_kv()))
+            }
+            _ => 0,
+        };
+        let charged = if tokens > 0 {
+            match owners.charge(&host, seq, tokens, cfg.max_kv_bytes_per_host) {
+                Some(b) => b,
+                None => {
+                    drop(owners);
+                    return self.over_quota(&sqe, &host, "KV bytes");
+                }
+            }
+        } else {
+            0
+        };
         drop(owners);
         sqe.cdw11 = id;
         let closing = op == Opcode::SEQ_CLOSE;
-        let patch: Option<Patch> = if opened || closing {
+        let patch: Option<Patch> = if opened || closing || charged > 0 {
             let shared = self.shared.clone();
             Some(Box::new(move |res: &mut IoResult| {
                 let ok = res.cqe.status().is_success();
+                let Ok(mut o) = shared.owners.lock() else {
+                    return;
+                };
                 // A failed open frees the id; a successful close too.
-                if ((opened && !ok) || (closing && ok))
-                    && let Ok(mut o) = shared.owners.lock()
-                {
+                if (opened && !ok) || (closing && ok) {
                     o.release(&host, seq);
+                } else if charged > 0 && !ok {
+                    o.refund(&host, seq, charged);
                 }
             }))
         } else {
             None
         };
         self.to_board(false, sqe, payload, patch)
+    }
+
+    /// A command refused because its host reached a quota.
+    fn over_quota(&self, sqe: &Sqe, host: &str, what: &str) {
+        self.shared
+            .stats
+            .quota_refusals
+            .fetch_add(1, Ordering::Relaxed);
+        self.shared.log(format_args!(
+            "{}: host {host} at its quota of {what}: {} refused",
+            self.peer,
+            sqe.opcode().vendor_io_name().unwrap_or("command")
+        ));
+        self.status(sqe, Status::HOST_QUOTA);
     }
 
     /// The connection ends: an admin queue takes its controller with it.
