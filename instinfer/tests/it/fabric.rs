@@ -646,15 +646,15 @@ fn allow_list_and_host_quotas() {
         quota(ha.append(2, 0, 0, &kv(41), &kv(41))),
         "101 tokens of a"
     );
-    assert_eq!(t.host_usage(a), (2, 60 * per_token as u64));
+    assert_eq!(t.host_usage(a), (2, 60 * per_token));
     // b's share is its own: a full 100 tokens.
     hb.append(1, 0, 0, &kv(100), &kv(100)).unwrap();
-    assert_eq!(t.host_usage(b), (2, 100 * per_token as u64));
+    assert_eq!(t.host_usage(b), (2, 100 * per_token));
     // Closing frees a's share: now 40 more fit, and a third sequence.
     ha.close(1).unwrap();
     ha.append(2, 0, 0, &kv(100), &kv(100)).unwrap();
     ha.open(3, shape).unwrap();
-    assert_eq!(t.host_usage(a), (2, 100 * per_token as u64));
+    assert_eq!(t.host_usage(a), (2, 100 * per_token));
     assert_eq!(t.stats().quota_refusals.load(Ordering::Relaxed), 2);
     // b's data was never touched: a decode over its 100 tokens works.
     let q = vec![0x3c00u16; 2 * 64];
