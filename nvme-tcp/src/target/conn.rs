@@ -153,7 +153,7 @@ pub(crate) fn serve(stream: TcpStream, shared: Arc<Shared>) {
         + 2 * tcp::DIGEST;
     let stop = loop {
         let (pdu, data) = match wire::read_pdu(&mut reader, digests, max_plen as u32) {
-            Ok(x) => x,
+            Ok((p, d)) => (p, Received::Data(d)),
             Err(WireError::Closed) => break Stop::Clean,
             Err(WireError::Io(e)) => {
                 c.shared
@@ -167,8 +167,8 @@ pub(crate) fn serve(stream: TcpStream, shared: Arc<Shared>) {
                     why: e.to_string(),
                 };
             }
-            // The header is sound (its own digest, if any, passed): fail
-            // the one command the data belongs to and go on.
+            // The header is sound (its own digest, if any, passed): the
+            // command the data belongs to fails, the connection goes on.
             Err(WireError::DataDigest { pdu, len }) => {
                 c.shared
                     .stats
@@ -178,48 +178,37 @@ pub(crate) fn serve(stream: TcpStream, shared: Arc<Shared>) {
                     "{}: data digest mismatch ({len} bytes): failing the command",
                     c.peer
                 ));
-                let step = match *pdu {
-                    Pdu::CapsuleCmd(sqe) => c.command_lost_data(sqe),
-                    Pdu::H2CData {
-                        cccid,
-                        ttag,
-                        datao,
-                        last,
-                        ..
-                    } => c.h2c(cccid, ttag, datao, last, Received::Lost(len)),
-                    other => Err(Stop::Fatal {
-                        fes: tcp::FES_HEADER_DIGEST,
-                        fei: 0,
-                        why: format!("data digest mismatch in PDU type {:#04x}", other.pdu_type()),
-                    }),
-                };
-                if let Err(s) = step {
-                    break s;
-                }
-                continue;
+                (*pdu, Received::Lost(len))
             }
         };
-        let step = match pdu {
-            Pdu::CapsuleCmd(sqe) => c.command(sqe, data),
-            Pdu::H2CData {
-                cccid,
-                ttag,
-                datao,
-                last,
-                ..
-            } => c.h2c(cccid, ttag, datao, last, Received::Data(data)),
-            Pdu::TermReq {
-                from_host: true,
-                fes,
-                ..
-            } => {
+        let step = match (pdu, data) {
+            (Pdu::CapsuleCmd(sqe), Received::Data(data)) => c.command(sqe, data),
+            (Pdu::CapsuleCmd(sqe), Received::Lost(_)) => c.command_lost_data(sqe),
+            (
+                Pdu::H2CData {
+                    cccid,
+                    ttag,
+                    datao,
+                    last,
+                    ..
+                },
+                data,
+            ) => c.h2c(cccid, ttag, datao, last, data),
+            (
+                Pdu::TermReq {
+                    from_host: true,
+                    fes,
+                    ..
+                },
+                _,
+            ) => {
                 c.shared.log(format_args!(
                     "{}: host terminated the connection (FES {fes:#x})",
                     c.peer
                 ));
                 Err(Stop::Clean)
             }
-            other => Err(Stop::Fatal {
+            (other, _) => Err(Stop::Fatal {
                 fes: tcp::FES_INVALID_HEADER,
                 fei: 0,
                 why: format!("a host does not send PDU type {:#04x}", other.pdu_type()),
