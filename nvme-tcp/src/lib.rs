@@ -6,6 +6,7 @@
 //! | [`wire`] | reading and writing whole PDUs on a byte stream ([`proto::tcp`] checks them) |
 //! | [`namespace`] | namespace 1: a RAM block namespace the target serves Read / Write from |
 //! | [`target`] | [`Target`]: `instinfer serve`, the simulated board (running the firmware) behind NVMe/TCP |
+//! | [`auth`] | DH-HMAC-CHAP secrets (`DHHC-1:` text) and the owner-only secrets file |
 //! | [`initiator`] | [`NvmeTcp`]: the [`host_driver::transport::Transport`] to a target (`--device tcp://HOST:PORT/NQN`) |
 //!
 //! The vendor commands of [`proto`] travel to the firmware unchanged (an
@@ -14,6 +15,7 @@
 //! the firmware's status; the fabrics commands, properties, keep-alive and
 //! namespace are the target's.
 
+pub mod auth;
 pub mod initiator;
 pub mod namespace;
 pub mod target;
