@@ -540,6 +540,50 @@ fn a_data_digest_error_fails_one_command_and_the_connection_goes_on() {
     assert_eq!((cid, st.is_success()), (2, true), "{st}");
     assert_eq!(t.stats().data_digest_errors.load(Ordering::Relaxed), 1);
     assert_eq!(t.stats().protocol_errors.load(Ordering::Relaxed), 0);
+    // The same through R2T: a Connect whose data the target asks for, one
+    // H2CData PDU with a corrupted digest: that Connect fails; the next one
+    // (cid 5) is served on the same connection.
+    let mut sqe = FabricsCmd::Connect {
+        recfmt: 0,
+        qid: 0,
+        sqsize: 31,
+        cattr: 0,
+        kato: 0,
+    }
+    .to_sqe();
+    sqe.set_cid(4);
+    SglDesc {
+        addr: 0,
+        len: data.len() as u32,
+        kind: proto::fabrics::SGL_TRANSPORT,
+    }
+    .put(&mut sqe);
+    nvme_tcp::wire::write_pdu(&mut s, &Pdu::CapsuleCmd(sqe), digests, &[]).unwrap();
+    let (r2t, _) = nvme_tcp::wire::read_pdu(&mut s, digests, 4096).unwrap();
+    let Pdu::R2T { cccid: 4, ttag, .. } = r2t else {
+        panic!("expected an R2T for cid 4, got {r2t:?}");
+    };
+    let h2c = Pdu::H2CData {
+        cccid: 4,
+        ttag,
+        datao: 0,
+        datal: data.len() as u32,
+        last: true,
+    };
+    let mut bytes = Vec::new();
+    nvme_tcp::wire::write_pdu(&mut bytes, &h2c, digests, &data).unwrap();
+    let n = bytes.len();
+    bytes[n - 1] ^= 0x80;
+    s.write_all(&bytes).unwrap();
+    let (cid, st) = status_of(&mut s);
+    assert_eq!(cid, 4);
+    assert!(st.same_code(&Status::TRANSIENT_TRANSPORT_ERROR), "{st}");
+    s.write_all(&connect(5)).unwrap();
+    let (cid, st) = status_of(&mut s);
+    // This connection's admin queue is connected already (cid 2): a second
+    // Connect is a sequence error, answered — the connection still serves.
+    assert_eq!(cid, 5, "{st}");
+    assert_eq!(t.stats().data_digest_errors.load(Ordering::Relaxed), 2);
     // A header digest error still ends the connection.
     let mut bad_header = connect(3);
     bad_header[10] ^= 0x01;
