@@ -5,6 +5,7 @@
 //!
 //! | module | owns |
 //! | --- | --- |
+//! | [`auth`] | DH-HMAC-CHAP authentication messages (Negotiate, Challenge, Reply, Success, Failure) |
 //! | [`sqe`] | the 64-byte submission queue entry |
 //! | [`cqe`] | the 16-byte completion queue entry |
 //! | [`status`] | status codes (generic NVMe + InstCSD vendor codes) |
@@ -30,6 +31,7 @@
 #[cfg(test)]
 extern crate std;
 
+pub mod auth;
 pub mod cqe;
 pub mod discovery;
 pub mod error;
