@@ -498,7 +498,8 @@ fn a_data_digest_error_fails_one_command_and_the_connection_goes_on() {
     )
     .unwrap()
     .to_bytes();
-    let connect = |cid: u16| {
+    // An admin-queue Connect for `data`, in the capsule or through R2T.
+    let connect_sqe = |cid: u16, kind: u8| {
         let mut sqe = FabricsCmd::Connect {
             recfmt: 0,
             qid: 0,
@@ -511,9 +512,13 @@ fn a_data_digest_error_fails_one_command_and_the_connection_goes_on() {
         SglDesc {
             addr: 0,
             len: data.len() as u32,
-            kind: SGL_IN_CAPSULE,
+            kind,
         }
         .put(&mut sqe);
+        sqe
+    };
+    let connect = |cid: u16| {
+        let sqe = connect_sqe(cid, SGL_IN_CAPSULE);
         let mut bytes = Vec::new();
         nvme_tcp::wire::write_pdu(&mut bytes, &Pdu::CapsuleCmd(sqe), digests, &data).unwrap();
         bytes
@@ -543,21 +548,7 @@ fn a_data_digest_error_fails_one_command_and_the_connection_goes_on() {
     // The same through R2T: a Connect whose data the target asks for, one
     // H2CData PDU with a corrupted digest: that Connect fails; the next one
     // (cid 5) is served on the same connection.
-    let mut sqe = FabricsCmd::Connect {
-        recfmt: 0,
-        qid: 0,
-        sqsize: 31,
-        cattr: 0,
-        kato: 0,
-    }
-    .to_sqe();
-    sqe.set_cid(4);
-    SglDesc {
-        addr: 0,
-        len: data.len() as u32,
-        kind: proto::fabrics::SGL_TRANSPORT,
-    }
-    .put(&mut sqe);
+    let sqe = connect_sqe(4, proto::fabrics::SGL_TRANSPORT);
     nvme_tcp::wire::write_pdu(&mut s, &Pdu::CapsuleCmd(sqe), digests, &[]).unwrap();
     let (r2t, _) = nvme_tcp::wire::read_pdu(&mut s, digests, 4096).unwrap();
     let Pdu::R2T { cccid: 4, ttag, .. } = r2t else {
