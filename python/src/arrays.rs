@@ -104,10 +104,7 @@ impl Data<'_> {
 
     /// Elements `range` of it.
     pub fn part(&self, range: std::ops::Range<usize>) -> Values<'_> {
-        match self {
-            Self::F16(x) => Values::F16(&x[range]),
-            Self::F32(x) => Values::F32(&x[range]),
-        }
+        self.values().part(range)
     }
 }
 

@@ -195,17 +195,14 @@ impl SsdKv {
         k: crate::Values<'_>,
         v: crate::Values<'_>,
     ) -> Result<usize, OffloadError> {
-        self.len(seq, layer)?;
+        let have = self.len(seq, layer)?;
         if self.is_pending(seq, layer) {
             return Err(OffloadError::invalid(format!(
                 "a decode of sequence {seq} layer {layer} is pending: fetch it first"
             )));
         }
         let n = crate::check::kv(&self.shape, &k, &v)?;
-        let (have, room) = (
-            self.len(seq, layer)?,
-            self.backend.store().layout().capacity_tokens(),
-        );
+        let room = self.backend.store().layout().capacity_tokens();
         if have + n > room {
             return Err(OffloadError::invalid(format!(
                 "sequence {seq} layer {layer} holds {have} tokens; {n} more exceed the store's capacity of {room}"
