@@ -3,7 +3,7 @@
 //! simulated drive: it exits 0 only if the drive's outputs match its own
 //! attention and a bad call is refused.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 fn root() -> PathBuf {
