@@ -29,22 +29,43 @@ use super::wire::{self, WireError};
 use host_driver::transport::inflight::Inflight;
 use host_driver::transport::{DeviceTime, IoData, IoRequest, IoResult, Transport, TransportError};
 
-/// `tcp://HOST:PORT/NQN`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `tcp://HOST:PORT/NQN[?hostnqn=NQN&secrets=FILE]`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TcpUrl {
     /// `HOST:PORT` (port 4420 if not given).
     pub addr: String,
     /// The subsystem NQN.
     pub nqn: String,
+    /// The host NQN to connect as (`hostnqn=`; else
+    /// [`super::HOST_NQN`]).
+    pub hostnqn: Option<String>,
+    /// The secrets file whose line for the host NQN authenticates it
+    /// (`secrets=`; DH-HMAC-CHAP, when the target asks for it).
+    pub secrets: Option<std::path::PathBuf>,
 }
 
 impl TcpUrl {
-    /// Parses `tcp://HOST[:PORT][/NQN]` (NQN defaults to
-    /// [`super::DEFAULT_NQN`]).
+    /// Parses `tcp://HOST[:PORT][/NQN][?hostnqn=NQN&secrets=FILE]` (NQN
+    /// defaults to [`super::DEFAULT_NQN`]).
     pub fn parse(s: &str) -> Result<Self, String> {
         let rest = s
             .strip_prefix("tcp://")
             .ok_or_else(|| format!("{s:?} is not tcp://HOST:PORT/NQN"))?;
+        let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let (mut hostnqn, mut secrets) = (None, None);
+        for kv in query.split('&').filter(|kv| !kv.is_empty()) {
+            match kv.split_once('=') {
+                Some(("hostnqn", v)) if !v.is_empty() && v.len() <= 223 => {
+                    hostnqn = Some(v.to_string());
+                }
+                Some(("secrets", v)) if !v.is_empty() => secrets = Some(v.into()),
+                _ => {
+                    return Err(format!(
+                        "{s:?}: unknown or empty option {kv:?} (hostnqn=NQN, secrets=FILE)"
+                    ));
+                }
+            }
+        }
         let (addr, nqn) = rest.split_once('/').unwrap_or((rest, super::DEFAULT_NQN));
         if addr.is_empty() {
             return Err(format!("{s:?}: no host"));
@@ -69,13 +90,24 @@ impl TcpUrl {
         Ok(Self {
             addr,
             nqn: nqn.to_string(),
+            hostnqn,
+            secrets,
         })
     }
 }
 
 impl std::fmt::Display for TcpUrl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "tcp://{}/{}", self.addr, self.nqn)
+        write!(f, "tcp://{}/{}", self.addr, self.nqn)?;
+        let mut sep = '?';
+        if let Some(h) = &self.hostnqn {
+            write!(f, "{sep}hostnqn={h}")?;
+            sep = '&';
+        }
+        if let Some(p) = &self.secrets {
+            write!(f, "{sep}secrets={}", p.display())?;
+        }
+        Ok(())
     }
 }
 
@@ -92,6 +124,9 @@ pub struct TcpOptions {
     pub timeout: Duration,
     /// The host NQN.
     pub hostnqn: String,
+    /// The host's DH-HMAC-CHAP secrets, used when a Connect response asks
+    /// for authentication.
+    pub auth: Option<crate::auth::HostSecrets>,
 }
 
 impl Default for TcpOptions {
@@ -102,7 +137,30 @@ impl Default for TcpOptions {
             queue_entries: 64,
             timeout: Duration::from_secs(30),
             hostnqn: super::HOST_NQN.to_string(),
+            auth: None,
         }
+    }
+}
+
+impl TcpOptions {
+    /// The defaults with the URL's host NQN and, if it names a secrets
+    /// file, that host's secrets from it.
+    pub fn for_url(url: &TcpUrl) -> Result<Self, TransportError> {
+        let mut o = Self::default();
+        if let Some(h) = &url.hostnqn {
+            o.hostnqn.clone_from(h);
+        }
+        if let Some(path) = &url.secrets {
+            let hosts = crate::auth::load(path).map_err(|e| setup("authentication", e))?;
+            let mine = hosts.get(&o.hostnqn).cloned().ok_or_else(|| {
+                setup(
+                    "authentication",
+                    format!("{} has no line for host {}", path.display(), o.hostnqn),
+                )
+            })?;
+            o.auth = Some(mine);
+        }
+        Ok(o)
     }
 }
 
@@ -382,6 +440,59 @@ impl Admin {
     fn fabrics(&mut self, cmd: FabricsCmd, data: IoData) -> Result<Cqe, TransportError> {
         Ok(self.run(cmd.to_sqe(), data)?.cqe)
     }
+
+    /// Runs DH-HMAC-CHAP on this queue if the Connect response `cqe` asks
+    /// for it (AUTHREQ.ATR).
+    fn authenticate_if_asked(
+        &mut self,
+        cqe: &Cqe,
+        url: &TcpUrl,
+        o: &TcpOptions,
+        qid: u16,
+    ) -> Result<(), TransportError> {
+        if cqe.dw0 & fabrics::AUTHREQ_ATR == 0 {
+            return Ok(());
+        }
+        let Some(secrets) = &o.auth else {
+            return Err(setup(
+                &format!("queue {qid}"),
+                "the target requires authentication (DH-HMAC-CHAP) and no secret was given \
+                 (tcp://…/NQN?hostnqn=NQN&secrets=FILE)",
+            ));
+        };
+        crate::auth::host::authenticate(self, &o.hostnqn, &url.nqn, secrets, qid)
+            .map(|_| ())
+            .map_err(|e| setup(&format!("queue {qid}"), e))
+    }
+}
+
+impl crate::auth::host::Channel for Admin {
+    fn send(&mut self, msg: &[u8]) -> Result<(), crate::auth::AuthError> {
+        let cmd = FabricsCmd::AuthSend {
+            secp: fabrics::SECP_AUTH,
+            spsp: fabrics::SPSP_DHCHAP,
+            tl: msg.len() as u32,
+        };
+        let cqe = self
+            .fabrics(cmd, IoData::ToDevice(msg.to_vec()))
+            .map_err(|e| crate::auth::AuthError::Transport(e.to_string()))?;
+        ok("Authentication Send", &cqe)
+            .map_err(|e| crate::auth::AuthError::Transport(e.to_string()))
+    }
+
+    fn receive(&mut self, al: u32) -> Result<Vec<u8>, crate::auth::AuthError> {
+        let cmd = FabricsCmd::AuthReceive {
+            secp: fabrics::SECP_AUTH,
+            spsp: fabrics::SPSP_DHCHAP,
+            al,
+        };
+        let r = self
+            .run(cmd.to_sqe(), IoData::FromDevice(al as usize))
+            .map_err(|e| crate::auth::AuthError::Transport(e.to_string()))?;
+        ok("Authentication Receive", &r.cqe)
+            .map_err(|e| crate::auth::AuthError::Transport(e.to_string()))?;
+        Ok(r.data)
+    }
 }
 
 fn ok(what: &str, cqe: &Cqe) -> Result<(), TransportError> {
@@ -458,6 +569,7 @@ pub fn discover(addr: &str, o: &TcpOptions) -> Result<Vec<DiscoveredPort>, Trans
     let url = TcpUrl {
         addr: addr.to_string(),
         nqn: discovery::DISCOVERY_NQN.to_string(),
+        ..TcpUrl::default()
     };
     let mut hostid = [0u8; 16];
     hostid[..4].copy_from_slice(&proto::tcp::crc32c(o.hostnqn.as_bytes()).to_le_bytes());
@@ -517,9 +629,10 @@ pub struct NvmeTcp {
 }
 
 impl NvmeTcp {
-    /// Connects with default options.
+    /// Connects with default options and the URL's host NQN and secrets
+    /// ([`TcpOptions::for_url`]).
     pub fn connect(url: &TcpUrl) -> Result<Self, TransportError> {
-        Self::connect_with(url, &TcpOptions::default())
+        Self::connect_with(url, &TcpOptions::for_url(url)?)
     }
 
     /// Connects, enables the controller and creates one I/O queue.
@@ -571,6 +684,7 @@ impl NvmeTcp {
         )?;
         ok("Connect (admin queue)", &cqe)?;
         let cntlid = cqe.dw0 as u16;
+        admin.authenticate_if_asked(&cqe, url, o, 0)?;
         let cap = admin.fabrics(
             FabricsCmd::PropertyGet {
                 wide: true,
@@ -648,6 +762,7 @@ impl NvmeTcp {
             connect_data(url, o, cntlid, hostid)?,
         )?;
         ok("Connect (I/O queue)", &cqe)?;
+        conn.authenticate_if_asked(&cqe, url, o, 1)?;
         Ok((admin, conn.q, cntlid, entries - 1))
     }
 

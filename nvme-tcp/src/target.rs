@@ -19,6 +19,7 @@
 //! on.
 
 mod admin;
+mod authn;
 mod board;
 mod conn;
 mod controller;
@@ -69,6 +70,20 @@ pub struct TargetConfig {
     /// KV bytes (K, V and a rotated sequence's K̃, fp16) one host's open
     /// sequences may hold (`None`: no limit).
     pub max_kv_bytes_per_host: Option<u64>,
+    /// In-band authentication (DH-HMAC-CHAP): when set, only the hosts it
+    /// names may connect to the subsystem, and each queue must
+    /// authenticate before any command but Connect and authentication.
+    pub auth: Option<TargetAuth>,
+}
+
+/// The hosts that must authenticate, their secrets, and the hashes and
+/// groups the controller accepts.
+#[derive(Clone, Debug, Default)]
+pub struct TargetAuth {
+    /// Host NQN → its secrets (from the owner-only secrets file).
+    pub hosts: std::collections::HashMap<String, crate::auth::HostSecrets>,
+    /// Hashes and DH groups in order of preference.
+    pub policy: crate::auth::Policy,
 }
 
 impl Default for TargetConfig {
@@ -88,6 +103,7 @@ impl Default for TargetConfig {
             allowed_hosts: None,
             max_sequences_per_host: None,
             max_kv_bytes_per_host: None,
+            auth: None,
         }
     }
 }
@@ -124,6 +140,14 @@ pub struct TargetStats {
     /// Commands failed (Transient Transport Error) because their data
     /// failed its digest; their connections went on.
     pub data_digest_errors: AtomicU64,
+    /// Queues that authenticated (DH-HMAC-CHAP).
+    pub authentications: AtomicU64,
+    /// Authentication exchanges that failed (wrong secret, out-of-order
+    /// or malformed message, no common hash or group).
+    pub auth_failures: AtomicU64,
+    /// Commands refused with Authentication Required (sent before the
+    /// queue authenticated).
+    pub auth_required: AtomicU64,
     /// Commands completed (every queue).
     pub commands: AtomicU64,
     /// Commands that went to the firmware.

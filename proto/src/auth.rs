@@ -332,6 +332,35 @@ impl<'a> AuthMessage<'a> {
         }
     }
 
+    /// The length of the message at the start of `b`, from its header
+    /// (`None` if the header is short or names no message).
+    pub fn message_len(b: &[u8]) -> Option<usize> {
+        let hl = usize::from(*b.get(6)?);
+        let dhvlen = || Some(usize::from(u16_at(b.get(..12)?, 10)));
+        match (*b.first()?, *b.get(1)?) {
+            (TYPE_COMMON, ID_NEGOTIATE) => Some(8 + usize::from(*b.get(7)?) * DESCRIPTOR),
+            (TYPE_DHCHAP, ID_CHALLENGE) => Some(16 + hl + dhvlen()?),
+            (TYPE_DHCHAP, ID_REPLY) => Some(16 + 2 * hl + dhvlen()?),
+            (TYPE_DHCHAP, ID_SUCCESS1) => Some(16 + if *b.get(8)? == 1 { hl } else { 0 }),
+            (TYPE_DHCHAP, ID_SUCCESS2) => Some(16),
+            (TYPE_COMMON, ID_FAILURE1 | ID_FAILURE2) => Some(8),
+            _ => None,
+        }
+    }
+
+    /// Parses the message at the start of a receive buffer: an
+    /// Authentication Receive returns as many bytes as were asked for,
+    /// the message zero-padded (as the Linux target sends it).
+    pub fn parse_padded(b: &'a [u8]) -> Result<Self, ProtoError> {
+        match Self::message_len(b) {
+            Some(n) if n <= b.len() => {
+                zero(&b[n..], "auth padding")?;
+                Self::parse(&b[..n])
+            }
+            _ => Self::parse(b),
+        }
+    }
+
     fn parse_negotiate(b: &'a [u8], t_id: u16) -> Result<Self, ProtoError> {
         let napd = usize::from(*b.get(7).ok_or(ProtoError::Length {
             expected: 8,

@@ -16,6 +16,19 @@ pub const FCTYPE_CONNECT: u8 = 0x01;
 pub const FCTYPE_PROPERTY_GET: u8 = 0x04;
 /// Fabrics command type: Disconnect.
 pub const FCTYPE_DISCONNECT: u8 = 0x08;
+/// Fabrics command type: Authentication Send.
+pub const FCTYPE_AUTH_SEND: u8 = 0x05;
+/// Fabrics command type: Authentication Receive.
+pub const FCTYPE_AUTH_RECEIVE: u8 = 0x06;
+/// Security protocol of NVMe in-band authentication (SECP).
+pub const SECP_AUTH: u8 = 0xE9;
+/// SPSP0 and SPSP1 of DH-HMAC-CHAP.
+pub const SPSP_DHCHAP: [u8; 2] = [0x01, 0x01];
+/// Connect response dword 0: authentication required (AUTHREQ.ATR).
+pub const AUTHREQ_ATR: u32 = 1 << 17;
+/// A command other than Connect and authentication on a queue that has
+/// not authenticated (SCT 1, 91h).
+pub const AUTHENTICATION_REQUIRED: Status = Status::new(1, 0x91).with_dnr(true);
 
 /// Property: Controller Capabilities (8 bytes).
 pub const PROP_CAP: u32 = 0x00;
@@ -118,6 +131,24 @@ pub enum FabricsCmd {
     },
     /// Disconnect (of this I/O queue).
     Disconnect,
+    /// Authentication Send: `tl` bytes of an authentication message.
+    AuthSend {
+        /// Security protocol (E9h: NVMe in-band authentication).
+        secp: u8,
+        /// SP specific 0 and 1 (01h, 01h for DH-HMAC-CHAP).
+        spsp: [u8; 2],
+        /// Transfer length.
+        tl: u32,
+    },
+    /// Authentication Receive: up to `al` bytes of a message back.
+    AuthReceive {
+        /// Security protocol.
+        secp: u8,
+        /// SP specific 0 and 1.
+        spsp: [u8; 2],
+        /// Allocation length.
+        al: u32,
+    },
     /// Another fabrics command type.
     Other(u8),
 }
@@ -168,6 +199,16 @@ impl FabricsCmd {
                 }
             }
             FCTYPE_DISCONNECT => Self::Disconnect,
+            FCTYPE_AUTH_SEND => Self::AuthSend {
+                secp: (sqe.cdw10 >> 24) as u8,
+                spsp: [(sqe.cdw10 >> 8) as u8, (sqe.cdw10 >> 16) as u8],
+                tl: sqe.cdw11,
+            },
+            FCTYPE_AUTH_RECEIVE => Self::AuthReceive {
+                secp: (sqe.cdw10 >> 24) as u8,
+                spsp: [(sqe.cdw10 >> 8) as u8, (sqe.cdw10 >> 16) as u8],
+                al: sqe.cdw11,
+            },
             other => Self::Other(other),
         })
     }
@@ -205,6 +246,17 @@ impl FabricsCmd {
                 s.cdw13 = (value >> 32) as u32;
             }
             Self::Disconnect => s.nsid = u32::from(FCTYPE_DISCONNECT),
+            Self::AuthSend { secp, spsp, tl } | Self::AuthReceive { secp, spsp, al: tl } => {
+                let send = matches!(self, Self::AuthSend { .. });
+                s.nsid = u32::from(if send {
+                    FCTYPE_AUTH_SEND
+                } else {
+                    FCTYPE_AUTH_RECEIVE
+                });
+                s.cdw10 =
+                    u32::from(spsp[0]) << 8 | u32::from(spsp[1]) << 16 | u32::from(secp) << 24;
+                s.cdw11 = tl;
+            }
             Self::Other(t) => s.nsid = u32::from(t),
         }
         s

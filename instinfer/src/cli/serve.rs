@@ -43,10 +43,37 @@ pub struct Args {
     /// KV cache one host's sequences may hold (K, V and a rotated K̃, fp16), MiB.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=(1 << 30)))]
     max_kv_mib_per_host: Option<u64>,
+    /// Require DH-HMAC-CHAP: the file (mode 600) names each host that may
+    /// connect, one line `HOSTNQN HOST_SECRET [CTRL_SECRET]` with secrets
+    /// in nvme-cli's `DHHC-1:…` form; a CTRL_SECRET lets the host
+    /// authenticate the controller too. Other hosts are refused.
+    #[arg(long, value_name = "FILE")]
+    auth_secrets: Option<std::path::PathBuf>,
+    /// Hashes the controller accepts, preferred first (sha256, sha384, sha512).
+    #[arg(long, value_name = "LIST", requires = "auth_secrets")]
+    dhchap_hashes: Option<String>,
+    /// DH groups the controller accepts, preferred first (null,
+    /// ffdhe2048, ffdhe3072, ffdhe4096, ffdhe6144, ffdhe8192).
+    #[arg(long, value_name = "LIST", requires = "auth_secrets")]
+    dhchap_groups: Option<String>,
 }
 
 pub fn run(a: Args) -> Result<(), RunError> {
+    let auth = match &a.auth_secrets {
+        None => None,
+        Some(path) => {
+            let hosts =
+                nvme_tcp::auth::load(path).map_err(|e| TargetError::Config(e.to_string()))?;
+            let policy = nvme_tcp::auth::Policy::parse(
+                a.dhchap_hashes.as_deref(),
+                a.dhchap_groups.as_deref(),
+            )
+            .map_err(TargetError::Config)?;
+            Some(nvme_tcp::target::TargetAuth { hosts, policy })
+        }
+    };
     let cfg = TargetConfig {
+        auth,
         listen: a.listen,
         nqn: a.nqn,
         page_size: super::page_size(&a.page_size),

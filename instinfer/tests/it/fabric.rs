@@ -165,6 +165,7 @@ fn connects_are_checked() {
     let e = NvmeTcp::connect(&TcpUrl {
         addr: "127.0.0.1:1".into(),
         nqn: "x".into(),
+        ..TcpUrl::default()
     })
     .unwrap_err();
     assert!(matches!(e, TransportError::Setup(_)), "{e}");
@@ -613,6 +614,7 @@ fn discovery_finds_the_subsystem() {
     let url = TcpUrl {
         addr: t.addr().to_string(),
         nqn: DISCOVERY_NQN.into(),
+        ..TcpUrl::default()
     };
     let e = NvmeTcp::connect(&url).expect_err("no I/O queue on a discovery controller");
     assert!(

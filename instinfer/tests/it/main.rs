@@ -4,5 +4,6 @@
 
 mod cli;
 mod fabric;
+mod fabric_auth;
 mod model;
 mod passkey;

@@ -99,6 +99,9 @@ pub(crate) struct Conn {
     outstanding: Arc<AtomicU32>,
     transfers: HashMap<u16, Transfer>,
     next_ttag: u16,
+    /// This queue's DH-HMAC-CHAP exchange, when its host must
+    /// authenticate.
+    pub chap: Option<crate::auth::ControllerChap>,
 }
 
 /// Serves one connection to its end.
@@ -146,6 +149,7 @@ pub(crate) fn serve(stream: TcpStream, shared: Arc<Shared>) {
         outstanding,
         transfers: HashMap::new(),
         next_ttag: 0,
+        chap: None,
     };
     let cfg = &shared.cfg;
     let max_plen = (cfg.max_h2c_data.max(cfg.in_capsule) as usize).max(ADMIN_IN_CAPSULE)
@@ -600,6 +604,9 @@ impl Conn {
     }
 
     fn execute(&mut self, sqe: Sqe, payload: Payload) -> Result<(), Stop> {
+        if !self.may_run(&sqe)? {
+            return Ok(());
+        }
         if sqe.opcode() == fabrics::OPCODE {
             return self.fabrics(sqe, payload);
         }
@@ -661,6 +668,12 @@ impl Conn {
                 Some(Err(s)) => self.status(&sqe, s),
                 None => self.status(&sqe, fabrics::COMMAND_SEQUENCE_ERROR),
             },
+            FabricsCmd::AuthSend { secp, spsp, tl } => {
+                return self.auth_send(&sqe, secp, spsp, tl, payload);
+            }
+            FabricsCmd::AuthReceive { secp, spsp, al } => {
+                return self.auth_receive(&sqe, secp, spsp, al, payload);
+            }
             FabricsCmd::Disconnect if !admin => {
                 self.status(&sqe, Status::SUCCESS);
                 return Err(Stop::Clean);
@@ -735,6 +748,11 @@ impl Conn {
             ));
             return self.respond(sqe, fabrics::CONNECT_INVALID_HOST, 0, 0, Vec::new());
         }
+        let discovery = cd.subnqn() == Some(proto::discovery::DISCOVERY_NQN);
+        let chap = match self.authenticator(&hostnqn, discovery) {
+            Ok(c) => c,
+            Err(()) => return self.respond(sqe, fabrics::CONNECT_INVALID_HOST, 0, 0, Vec::new()),
+        };
         let Ok(stream) = self.stream.try_clone() else {
             return self.status(sqe, Status::INTERNAL_ERROR);
         };
@@ -813,7 +831,13 @@ impl Conn {
             if qid == 0 { "admin" } else { "I/O" },
             u32::from(sqsize) + 1,
         ));
-        self.respond(sqe, Status::SUCCESS, u32::from(cntlid), 0, Vec::new());
+        let atr = if chap.is_some() {
+            fabrics::AUTHREQ_ATR
+        } else {
+            0
+        };
+        self.chap = chap;
+        self.respond(sqe, Status::SUCCESS, u32::from(cntlid) | atr, 0, Vec::new());
     }
 
     /// An I/O queue command: namespace Read / Write / Flush here, vendor
