@@ -19,8 +19,9 @@ use std::time::Instant;
 use crate::hdl::root;
 
 /// The targets, cheapest first.
-pub const TARGETS: [&str; 7] = [
+pub const TARGETS: [&str; 8] = [
     "auth_msg",
+    "auth_exchange",
     "tcp_pdu",
     "nvme_wire",
     "npy",

@@ -6,4 +6,5 @@ mod cli;
 mod fabric;
 mod fabric_auth;
 mod model;
+mod netns;
 mod passkey;
