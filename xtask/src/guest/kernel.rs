@@ -1,7 +1,8 @@
-//! The guest kernel: Debian's current `linux-image-*-amd64`, fetched with
-//! `apt-get download` into the cache, unpacked, and the modules the tests
-//! need found with their dependencies (read from each module's
-//! `depends=` field).
+//! The guest kernels: Debian's current `linux-image-*-amd64` (or a pinned
+//! package), fetched with `apt-get download` into the cache, unpacked, and
+//! the modules the tests need found with their dependencies (read from
+//! each module's `depends=` field). Modules compressed with xz (`.ko.xz`,
+//! Debian's 6.12 packages) are unpacked with `xz -dc` when read.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -69,12 +70,17 @@ pub(crate) fn deb(cache: &Path, pkg: &str) -> Result<PathBuf, String> {
     find().ok_or_else(|| format!("apt-get download {pkg} produced no .deb"))
 }
 
-/// Fetches (once) and unpacks (once) the kernel into `cache`.
+/// Fetches (once) and unpacks (once) the current kernel into `cache`.
 pub fn fetch(cache: &Path) -> Result<Kernel, String> {
+    fetch_package(cache, &package()?)
+}
+
+/// Fetches (once) and unpacks (once) the kernel package `pkg` into
+/// `cache`.
+pub fn fetch_package(cache: &Path, pkg: &str) -> Result<Kernel, String> {
     std::fs::create_dir_all(cache).map_err(|e| format!("{}: {e}", cache.display()))?;
-    let pkg = package()?;
-    let deb = deb(cache, &pkg)?;
-    let root = cache.join(&pkg);
+    let deb = deb(cache, pkg)?;
+    let root = cache.join(pkg);
     if !root.join("boot").is_dir() {
         run(
             Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&root),
@@ -101,13 +107,33 @@ pub fn fetch(cache: &Path) -> Result<Kernel, String> {
             } else if let Some(n) = p
                 .file_name()
                 .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_suffix(".ko"))
+                .and_then(|n| n.strip_suffix(".ko").or_else(|| n.strip_suffix(".ko.xz")))
             {
                 modules.insert(norm(n), p);
             }
         }
     }
     Ok(Kernel { image, modules })
+}
+
+/// A module file's contents, unpacked when it is `.ko.xz`.
+fn read_module(path: &Path) -> Result<Vec<u8>, String> {
+    if path.extension().is_some_and(|e| e == "xz") {
+        let out = Command::new("xz")
+            .arg("-dc")
+            .arg(path)
+            .output()
+            .map_err(|e| format!("xz -dc (apt install xz-utils): {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "xz -dc {}: {}",
+                path.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        return Ok(out.stdout);
+    }
+    std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// The `depends=` field of a module file.
@@ -146,7 +172,7 @@ impl Kernel {
                 .modules
                 .get(name)
                 .ok_or_else(|| format!("module {name} not in the kernel package"))?;
-            let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let bytes = read_module(path)?;
             for d in depends(&bytes) {
                 visit(k, &d, seen, order)?;
             }
