@@ -19,7 +19,8 @@ use nvme_tcp::{NvmeTcp, TcpUrl};
 use proto::{Opcode, Sqe};
 
 pub(crate) const NQN: &str = "nqn.2026-11.io.instinfer:csd";
-const HOSTNQN: &str = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-4000-8000-0000000000aa";
+pub(crate) const HOSTNQN: &str =
+    "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-4000-8000-0000000000aa";
 const PEER_NQN: &str = "nqn.2026-11.io.instinfer:nvmet-peer";
 
 fn wait_for(path: &Path, present: bool, what: &str) -> Result<(), String> {
@@ -39,8 +40,14 @@ fn wait_for(path: &Path, present: bool, what: &str) -> Result<(), String> {
 
 /// `instinfer serve` on 127.0.0.1:4420, started as its own process.
 pub(crate) fn start_target() -> Result<Child, String> {
+    start_target_with(&[])
+}
+
+/// `instinfer serve` on 127.0.0.1:4420 with more options.
+pub(crate) fn start_target_with(extra: &[&str]) -> Result<Child, String> {
     let mut child = Command::new("/bin/instinfer")
         .args(["serve", "--listen", "127.0.0.1:4420", "--quiet"])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -62,6 +69,12 @@ fn kernel_connect(port: u16, nqn: &str, kato_s: u32, extra: &str) -> Result<u32,
     let opts = format!(
         "nqn={nqn},transport=tcp,traddr=127.0.0.1,trsvcid={port},hostnqn={HOSTNQN},keep_alive_tmo={kato_s}{extra}"
     );
+    kernel_connect_opts(&opts)
+}
+
+/// Writes `opts` to `/dev/nvme-fabrics`; returns the controller instance
+/// number.
+pub(crate) fn kernel_connect_opts(opts: &str) -> Result<u32, String> {
     let mut f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -78,7 +91,7 @@ fn kernel_connect(port: u16, nqn: &str, kato_s: u32, extra: &str) -> Result<u32,
         .ok_or_else(|| format!("connect answered {resp:?}"))
 }
 
-fn kernel_disconnect(instance: u32) -> Result<(), String> {
+pub(crate) fn kernel_disconnect(instance: u32) -> Result<(), String> {
     let p = format!("/sys/class/nvme/nvme{instance}/delete_controller");
     std::fs::write(&p, "1").map_err(|e| format!("{p}: {e}"))?;
     wait_for(
@@ -88,7 +101,7 @@ fn kernel_disconnect(instance: u32) -> Result<(), String> {
     )
 }
 
-fn namespaces(instance: u32) -> Result<(PathBuf, PathBuf), String> {
+pub(crate) fn namespaces(instance: u32) -> Result<(PathBuf, PathBuf), String> {
     let blk = PathBuf::from(format!("/dev/nvme{instance}n1"));
     let chr = PathBuf::from(format!("/dev/ng{instance}n1"));
     wait_for(&blk, true, "block namespace of the NVMe/TCP controller")?;
@@ -289,7 +302,7 @@ fn kernel_discovery() -> Result<(), String> {
     Ok(())
 }
 
-fn write(path: &str, value: &str) -> Result<(), String> {
+pub(crate) fn write(path: &str, value: &str) -> Result<(), String> {
     std::fs::write(path, value).map_err(|e| format!("{path} <- {value:?}: {e}"))
 }
 

@@ -10,12 +10,15 @@
 //! | module | owns |
 //! | --- | --- |
 //! | `tests` | the transport tests run inside the guest |
+//! | `auth` | DH-HMAC-CHAP on NVMe/TCP (the 6.12 kernel's boot): the kernel's host and target, then ours |
 //! | `fabric` | NVMe/TCP on the guest's loopback: `instinfer serve` with the kernel's host, the kernel's target with our initiator |
 //! | `nvmevirt` | NVMeVirt with the InstCSD target: the kernel's PCIe NVMe driver to the firmware core in `nvmev.ko` |
 //! | `latency` | the wall time of the vendor decode commands through a transport |
 //! | `sys` | PID 1's system calls: mounts, module loading, QEMU's exit port; the crate's only `unsafe` |
 #![deny(unsafe_code)]
 
+#[cfg(target_os = "linux")]
+mod auth;
 #[cfg(target_os = "linux")]
 mod fabric;
 #[cfg(target_os = "linux")]
@@ -54,6 +57,17 @@ fn run() -> Result<(), String> {
     for name in order.lines().filter(|l| !l.is_empty()) {
         sys::load_module(&format!("/lib/modules/{name}.ko"))?;
     }
+    let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
+    let boot = |name: &str| {
+        cmdline
+            .split_whitespace()
+            .any(|w| w == format!("guest_test={name}"))
+    };
+    // The third boot (the 6.12 kernel, without the PCIe NVMe driver) runs
+    // the authentication tests alone.
+    if boot("auth") {
+        return auth::auth_path();
+    }
     let ns = std::path::Path::new("/dev/nvme0n1");
     for _ in 0..200 {
         if ns.exists() {
@@ -66,11 +80,7 @@ fn run() -> Result<(), String> {
     }
     // The second boot (no IOMMU: NVMeVirt's virtual PCI bus cannot have
     // its MSI-X remapped) runs NVMeVirt alone.
-    let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
-    if cmdline
-        .split_whitespace()
-        .any(|w| w == "guest_test=nvmevirt")
-    {
+    if boot("nvmevirt") {
         return nvmevirt::nvmevirt_path();
     }
     tests::ioctl_path(ns)?;

@@ -23,6 +23,9 @@ pub enum Boot {
     /// with 64 MiB at 768 MiB reserved for its storage, on 3 vCPUs (CPU 0
     /// for the tests, 1 and 2 for its polling dispatcher and I/O worker).
     NvmeVirt,
+    /// DH-HMAC-CHAP on NVMe/TCP, on the 6.12 kernel (see [`super::auth`]),
+    /// without an IOMMU.
+    Auth,
 }
 
 /// Boots the guest once; Ok when it printed its pass line and exited so.
@@ -37,6 +40,11 @@ pub fn boot(image: &Path, initrd: &Path, disk: &Path, what: Boot) -> Result<(), 
             "3",
             false,
             "console=ttyS0 quiet panic=-1 rdinit=/init memmap=64M$768M guest_test=nvmevirt",
+        ),
+        Boot::Auth => (
+            "1",
+            false,
+            "console=ttyS0 quiet panic=-1 rdinit=/init guest_test=auth",
         ),
     };
     let start = Instant::now();

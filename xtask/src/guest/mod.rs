@@ -17,7 +17,10 @@
 //!    serial console and exits QEMU with 33 (pass) or 35 (fail).
 //! 5. With NVMeVirt's module, a second boot runs its test alone
 //!    (`guest_test=nvmevirt` on the command line; see [`Boot::NvmeVirt`]).
+//! 6. A last boot runs DH-HMAC-CHAP on a pinned 6.12 kernel, which has
+//!    it (`guest_test=auth`; see [`auth`]).
 
+mod auth;
 mod boot;
 mod cpio;
 mod initramfs;
@@ -114,5 +117,5 @@ pub fn main() -> Result<(), String> {
     if nvmev.is_some() {
         boot(&k.image, &initrd, &disk, Boot::NvmeVirt)?;
     }
-    Ok(())
+    auth::run(&cache, &programs, &work, &disk)
 }
