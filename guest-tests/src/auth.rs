@@ -2,8 +2,7 @@
 //! the 6.12 kernel (`guest_test=auth`): the kernel's host against the
 //! kernel's target first (the guest's setup, and what the kernel says when
 //! it refuses), then our initiator against the kernel's target and the
-//! kernel's host against `instinfer serve --auth-secrets` once those sides
-//! authenticate ([`OURS_READY`]).
+//! kernel's host against `instinfer serve --auth-secrets`.
 
 mod host;
 mod kernel_nvmet;
@@ -12,11 +11,6 @@ mod keys;
 mod kmsg;
 mod nvmet;
 mod ours_nvmet;
-
-/// Whether our initiator (`?hostnqn=…&secrets=…` in its URL) and
-/// `instinfer serve --auth-secrets` run DH-HMAC-CHAP; until then their
-/// tests print a pending line.
-const OURS_READY: bool = false;
 
 /// The kernel host's wait for an admin command, in seconds (60 by
 /// default). A refused exchange with this kernel's nvmet sometimes leaves
