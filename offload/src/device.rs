@@ -215,6 +215,23 @@ mod tests {
         );
         assert!(DeviceSpec::parse("tcp://h:port/n").is_err());
         assert!(DeviceSpec::parse("tcp:///n").is_err());
+        // The host NQN and its secrets file ride in the URL.
+        let auth = "tcp://10.0.0.1:4420/nqn.x:y?hostnqn=nqn.h:1&secrets=/etc/s";
+        assert_eq!(
+            DeviceSpec::parse(auth).map(|d| d.to_string()),
+            Ok(auth.into())
+        );
+        match DeviceSpec::parse(auth) {
+            Ok(DeviceSpec::Tcp(u)) => {
+                assert_eq!(u.nqn, "nqn.x:y");
+                assert_eq!(u.hostnqn.as_deref(), Some("nqn.h:1"));
+                assert_eq!(u.secrets, Some("/etc/s".into()));
+            }
+            other => panic!("{other:?}"),
+        }
+        for bad in ["tcp://h/n?key=1", "tcp://h/n?hostnqn=", "tcp://h/n?secrets"] {
+            assert!(DeviceSpec::parse(bad).is_err(), "{bad}");
+        }
         #[cfg(target_os = "linux")]
         assert_eq!(
             DeviceSpec::parse("/dev/ng0n1"),

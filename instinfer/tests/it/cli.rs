@@ -486,3 +486,81 @@ fn ctrl_c_stops_a_run_cleanly() {
     assert_eq!(o.status.code(), Some(130), "{err}");
     assert!(err.contains("sequences are closed"), "{err}");
 }
+
+/// `serve --auth-secrets`: a host with its line in the file identifies
+/// through `?hostnqn=…&secrets=…`; without secrets it is refused; a
+/// missing file, a file others may read and an unknown group name are
+/// refused at start with 2.
+#[test]
+fn serve_with_authentication() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("serve-auth");
+    let file = dir.join("secrets");
+    let host = "nqn.2026-12.test:cli-host";
+    let key = nvme_tcp::auth::Secret::new(vec![7; 32], nvme_tcp::auth::Transform::Sha256)
+        .unwrap()
+        .to_text();
+    std::fs::write(&file, format!("{host} {key} {key}\n")).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let f = file.to_str().unwrap();
+    let mut serve = bin()
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--quiet",
+            "--namespace-mib",
+            "1",
+        ])
+        .args(["--auth-secrets", f, "--dhchap-groups", "ffdhe3072,null"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(serve.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = format!("tcp://{}/{}", line.trim(), nvme_tcp::DEFAULT_NQN);
+    let ok = bin()
+        .args([
+            "identify",
+            "--device",
+            &format!("{base}?hostnqn={host}&secrets={f}"),
+        ])
+        .output()
+        .unwrap();
+    let none = bin()
+        .args(["identify", "--device", &format!("{base}?hostnqn={host}")])
+        .output()
+        .unwrap();
+    let _ = serve.kill();
+    let _ = serve.wait();
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    assert_eq!(none.status.code(), Some(1));
+    assert!(
+        stderr(&none).contains("requires authentication"),
+        "{}",
+        stderr(&none)
+    );
+    let start = |args: &[&str]| {
+        bin()
+            .args(["serve", "--listen", "127.0.0.1:0", "--quiet"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let missing = start(&["--auth-secrets", dir.join("none").to_str().unwrap()]);
+    assert_eq!(missing.status.code(), Some(2), "{}", stderr(&missing));
+    let bad_group = start(&["--auth-secrets", f, "--dhchap-groups", "ffdhe1024"]);
+    assert_eq!(bad_group.status.code(), Some(2));
+    assert!(
+        stderr(&bad_group).contains("ffdhe1024"),
+        "{}",
+        stderr(&bad_group)
+    );
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let loose = start(&["--auth-secrets", f]);
+    assert_eq!(loose.status.code(), Some(2));
+    assert!(stderr(&loose).contains("chmod 600"), "{}", stderr(&loose));
+}
