@@ -332,10 +332,9 @@ fn a_kv_dir_that_is_a_file_is_a_clear_error() {
     assert_eq!(std::fs::read(&file).unwrap(), b"x", "nothing overwritten");
 }
 
-/// `instinfer serve` as a process: prints its address, serves `identify
-/// --device tcp://…`, refuses a port in use and bad arguments with 2.
-#[test]
-fn serve_and_identify_over_nvme_tcp() {
+/// `instinfer serve --listen 127.0.0.1:0 --quiet --namespace-mib 1` with
+/// `extra` arguments: the process and the address it printed.
+fn serve_quiet(extra: &[&str]) -> (std::process::Child, String) {
     use std::io::{BufRead, BufReader};
     let mut serve = bin()
         .args([
@@ -346,6 +345,7 @@ fn serve_and_identify_over_nvme_tcp() {
             "--namespace-mib",
             "1",
         ])
+        .args(extra)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -353,7 +353,14 @@ fn serve_and_identify_over_nvme_tcp() {
     BufReader::new(serve.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let addr = line.trim().to_string();
+    (serve, line.trim().to_string())
+}
+
+/// `instinfer serve` as a process: prints its address, serves `identify
+/// --device tcp://…`, refuses a port in use and bad arguments with 2.
+#[test]
+fn serve_and_identify_over_nvme_tcp() {
+    let (mut serve, addr) = serve_quiet(&[]);
     let url = format!("tcp://{addr}/{}", nvme_tcp::DEFAULT_NQN);
     let o = bin()
         .args(["identify", "--json", "--device", &url])
@@ -493,7 +500,6 @@ fn ctrl_c_stops_a_run_cleanly() {
 /// refused at start with 2.
 #[test]
 fn serve_with_authentication() {
-    use std::io::{BufRead, BufReader};
     use std::os::unix::fs::PermissionsExt;
     let dir = scratch("serve-auth");
     let file = dir.join("secrets");
@@ -504,24 +510,9 @@ fn serve_with_authentication() {
     std::fs::write(&file, format!("{host} {key} {key}\n")).unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
     let f = file.to_str().unwrap();
-    let mut serve = bin()
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--quiet",
-            "--namespace-mib",
-            "1",
-        ])
-        .args(["--auth-secrets", f, "--dhchap-groups", "ffdhe3072,null"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(serve.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = format!("tcp://{}/{}", line.trim(), nvme_tcp::DEFAULT_NQN);
+    let (mut serve, addr) =
+        serve_quiet(&["--auth-secrets", f, "--dhchap-groups", "ffdhe3072,null"]);
+    let base = format!("tcp://{addr}/{}", nvme_tcp::DEFAULT_NQN);
     let ok = bin()
         .args([
             "identify",

@@ -205,7 +205,7 @@ fn keep_alive_keeps_a_controller_and_its_absence_ends_it() {
 }
 
 /// Opens a raw connection that has done ICReq / ICResp.
-fn raw(t: &TargetHandle) -> TcpStream {
+pub(crate) fn raw(t: &TargetHandle) -> TcpStream {
     let mut s = TcpStream::connect(t.addr()).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let req = Pdu::IcReq {

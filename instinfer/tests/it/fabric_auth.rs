@@ -6,7 +6,6 @@
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
 
 use host_driver::csd::Csd;
 use host_driver::transport::{SimTransport, TransportError};
@@ -161,17 +160,10 @@ struct Raw {
 
 impl Raw {
     fn open(t: &TargetHandle) -> Self {
-        let mut s = TcpStream::connect(t.addr()).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let req = Pdu::IcReq {
-            pfv: 0,
-            hpda: 0,
-            digests: Digests::default(),
-            maxr2t: 0,
-        };
-        nvme_tcp::wire::write_pdu(&mut s, &req, Digests::default(), &[]).unwrap();
-        nvme_tcp::wire::read_pdu(&mut s, Digests::default(), 128).unwrap();
-        Self { s, cid: 0 }
+        Self {
+            s: super::fabric::raw(t),
+            cid: 0,
+        }
     }
 
     /// Sends `sqe` with `data` in the capsule (or asks for `read` bytes);
