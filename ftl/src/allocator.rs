@@ -49,6 +49,10 @@ pub(crate) struct BlockInfo {
     pub merge_refs: u32,
     /// Dead but held back from erase by `merge_refs` (reclaim.rs).
     pub deferred: bool,
+    /// When the block last changed (filled, or lost a valid page), on the
+    /// FTL's program clock: the age cost-benefit garbage collection
+    /// weighs (gc.rs).
+    pub stamp: u64,
     /// Owner code per allocated page; allocated when the block is opened and
     /// dropped when it is erased, so only blocks in use cost page metadata.
     pages: Vec<u32>,
@@ -75,6 +79,7 @@ impl BlockTable {
             valid: 0,
             merge_refs: 0,
             deferred: false,
+            stamp: 0,
             pages: Vec::new(),
         };
         let mut t = BlockTable {
@@ -144,7 +149,7 @@ impl BlockTable {
     /// Hands out the next page of `die`'s open block (opening the free block
     /// with the lowest erase count when needed) and marks it valid for
     /// `owner`.
-    pub fn allocate(&mut self, die: u32, owner: StreamId) -> Result<Ppa, FtlError> {
+    pub fn allocate(&mut self, die: u32, owner: StreamId, now: u64) -> Result<Ppa, FtlError> {
         let d = die as usize;
         let bpd = self.geo.blocks_per_die as usize;
         let ppb = self.geo.pages_per_block;
@@ -173,6 +178,7 @@ impl BlockTable {
         info.valid += 1;
         if info.write_ptr >= ppb {
             info.state = BlockState::Full;
+            info.stamp = now;
             self.open[d] = None;
         }
         Ok(self.addr(i).page(page))
@@ -215,9 +221,10 @@ impl BlockTable {
             .collect()
     }
 
-    /// Marks a valid page invalid. Returns the block index when that made a
-    /// full block dead (no valid page left) so the caller can reclaim it.
-    pub fn invalidate(&mut self, ppa: Ppa) -> Option<usize> {
+    /// Marks a valid page invalid at time `now`. Returns the block index
+    /// when that made a full block dead (no valid page left) so the caller
+    /// can reclaim it.
+    pub fn invalidate(&mut self, ppa: Ppa, now: u64) -> Option<usize> {
         let i = self.index(ppa.block())?;
         let info = self.blocks.get_mut(i)?;
         let slot = info.pages.get_mut(ppa.page as usize)?;
@@ -225,6 +232,7 @@ impl BlockTable {
             return None;
         }
         *slot = PAGE_INVALID;
+        info.stamp = now;
         info.valid = info.valid.saturating_sub(1);
         (info.valid == 0 && info.state == BlockState::Full).then_some(i)
     }
@@ -300,6 +308,27 @@ impl BlockTable {
 
     pub fn bad_blocks(&self) -> u64 {
         self.bad
+    }
+
+    /// Free blocks of die `d`.
+    pub fn free_on(&self, d: u32) -> u32 {
+        self.free.get(d as usize).copied().unwrap_or(0)
+    }
+
+    /// Sum of erase counts and number of blocks that are not bad.
+    pub fn erase_count_sum(&self) -> (u64, u64) {
+        self.blocks
+            .iter()
+            .filter(|b| b.state != BlockState::Bad)
+            .fold((0, 0), |(s, n), b| (s + u64::from(b.erase_count), n + 1))
+    }
+
+    /// Full blocks (not bad, not open, not being erased) with their index.
+    pub fn full_blocks(&self) -> impl Iterator<Item = (usize, &BlockInfo)> + '_ {
+        self.blocks
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.state == BlockState::Full)
     }
 
     /// (min, max) erase count over blocks that are not bad.

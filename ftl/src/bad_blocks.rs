@@ -68,19 +68,23 @@ impl Ftl {
         }
         let mut res = Ok(());
         for (page, owner) in self.blocks.valid_pages(i) {
-            if let Err(e) = self.relocate(addr.page(page), owner) {
-                res = Err(e);
+            match self.relocate(addr.page(page), owner) {
+                Ok(true) => self.counters.pages_relocated += 1,
+                Ok(false) => {}
+                Err(e) => res = Err(e),
             }
         }
         res
     }
 
-    /// Re-places valid page `ppa` of `owner` out of a retired block.
-    fn relocate(&mut self, ppa: Ppa, owner: StreamId) -> Result<(), FtlError> {
+    /// Re-places valid page `ppa` of `owner` (out of a retired block, or
+    /// a GC victim): true if a page was moved, false if it was not
+    /// referenced any more (then just invalidated).
+    pub(crate) fn relocate(&mut self, ppa: Ppa, owner: StreamId) -> Result<bool, FtlError> {
         let Some(slot) = self.stream(owner).ok().and_then(|s| s.find(ppa)) else {
             // Not referenced by its owner: nothing to keep.
-            self.blocks.invalidate(ppa);
-            return Ok(());
+            self.blocks.invalidate(ppa, self.counters.pages_programmed);
+            return Ok(false);
         };
         let st = self.stream(owner)?;
         let die = match slot {
@@ -111,9 +115,8 @@ impl Ftl {
             Slot::Token(kind, g) => st.map_mut(kind).set(g, new),
             Slot::Dim { block, run } => st.dim_map.set(block, run, new),
         }
-        self.blocks.invalidate(ppa);
-        self.counters.pages_relocated += 1;
-        Ok(())
+        self.blocks.invalidate(ppa, self.counters.pages_programmed);
+        Ok(true)
     }
 
     /// A page on `die` if it has room, else on the next die that has.
@@ -122,7 +125,9 @@ impl Ftl {
         for k in 0..dies {
             let d = (die + k) % dies;
             if self.blocks.available_pages(d) > 0 {
-                return self.blocks.allocate(d, owner);
+                return self
+                    .blocks
+                    .allocate(d, owner, self.counters.pages_programmed);
             }
         }
         Err(FtlError::NoSpace)

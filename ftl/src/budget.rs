@@ -199,7 +199,7 @@ impl Ftl {
             }
         }
         for (die, &pages) in need.iter().enumerate() {
-            if pages > self.blocks.available_pages(die as u32) {
+            if pages > self.host_pages(die as u32) {
                 return Err(FtlError::NoSpace);
             }
         }

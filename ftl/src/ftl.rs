@@ -51,6 +51,7 @@ pub struct Ftl {
     pub(crate) erasing_drained: Vec<usize>,
     pub(crate) dram_used: u64,
     pub(crate) counters: Counters,
+    pub(crate) gc: crate::gc::GcConfig,
 }
 
 impl Ftl {
@@ -76,6 +77,7 @@ impl Ftl {
             erasing_drained: Vec::new(),
             dram_used: 0,
             counters: Counters::default(),
+            gc: crate::gc::GcConfig::for_geometry(&cfg.geometry),
         })
     }
 
@@ -253,6 +255,7 @@ impl Ftl {
     /// A snapshot of the counters and of the block, DRAM and queue state.
     pub fn stats(&self) -> FtlStats {
         let (min_erase_count, max_erase_count) = self.blocks.erase_count_range();
+        let (total_erases, usable_blocks) = self.blocks.erase_count_sum();
         let c = self.counters;
         FtlStats {
             pages_programmed: c.pages_programmed,
@@ -261,6 +264,11 @@ impl Ftl {
             pages_coalesced: c.pages_coalesced,
             pages_relocated: c.pages_relocated,
             blocks_erased: c.blocks_erased,
+            gc_blocks: c.gc_blocks,
+            gc_pages_moved: c.gc_pages_moved,
+            wear_moves: c.wear_moves,
+            total_erases,
+            usable_blocks,
             free_blocks: self.blocks.free_blocks(),
             bad_blocks: self.blocks.bad_blocks(),
             valid_pages: self.blocks.valid_total(),

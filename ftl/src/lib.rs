@@ -14,8 +14,9 @@
 //! of all streams in order (writer.rs). Tokens not yet filling a page wait
 //! in DRAM group buffers bounded by a budget; when it is exceeded, partial
 //! pages are written and later superseded by merging (group_buffer.rs,
-//! budget.rs). Dead blocks are erased (reclaim.rs); failed blocks are
-//! retired and their data re-placed (bad_blocks.rs).
+//! budget.rs). Dead blocks are erased (reclaim.rs); blocks pinned by a few
+//! live pages are collected and worn blocks levelled (gc.rs); failed
+//! blocks are retired and their data re-placed (bad_blocks.rs).
 //!
 //! The FTL never touches NAND: it queues [`FlashOp`]s that the firmware
 //! drains, executes in order and reports failures of.
@@ -35,6 +36,7 @@
 //! | `group_buffer` | device-DRAM group buffers and the page-image builders |
 //! | `budget` | append planning: the DRAM budget and flash capacity checks that make an append all-or-nothing |
 //! | `reclaim` | erasing dead blocks back into their die's free pool |
+//! | `gc` | garbage collection (greedy or cost-benefit victims, low and critical watermarks, the relocation reserve) and static wear levelling |
 //! | `bad_blocks` | bad blocks: factory ones never allocated, failed ones retired and their pages re-placed |
 //! | `op` | [`FlashOp`]s the FTL emits and the [`Merge`] descriptor of a superseded page |
 //! | `op_queue` | the queue of flash operations between the FTL and the firmware |
@@ -56,6 +58,7 @@ mod budget;
 mod dim_map;
 mod error;
 mod ftl;
+mod gc;
 mod geometry;
 mod group_buffer;
 mod op;
@@ -77,6 +80,7 @@ mod tests;
 pub use address::{BlockAddr, Ppa};
 pub use error::FtlError;
 pub use ftl::{Ftl, FtlConfig, MAX_STREAMS};
+pub use gc::{GcConfig, GcPolicy, GcReport};
 pub use geometry::{Geometry, MAX_PAGES_PER_BLOCK, MAX_TOTAL_BLOCKS};
 pub use op::{FlashOp, Merge, MergeLayout};
 pub use spans::{DimSpan, GroupSpans, RunSpans};

@@ -19,7 +19,7 @@ use crate::op::Merge;
 impl Ftl {
     /// Marks a valid page invalid and reclaims its block if it died.
     pub(crate) fn invalidate_page(&mut self, ppa: Ppa) {
-        if let Some(i) = self.blocks.invalidate(ppa) {
+        if let Some(i) = self.blocks.invalidate(ppa, self.counters.pages_programmed) {
             self.try_reclaim(i);
         }
     }

@@ -9,6 +9,9 @@ pub(crate) struct Counters {
     pub pages_coalesced: u64,
     pub pages_relocated: u64,
     pub blocks_erased: u64,
+    pub gc_blocks: u64,
+    pub gc_pages_moved: u64,
+    pub wear_moves: u64,
 }
 
 /// A snapshot of FTL activity and state.
@@ -26,6 +29,17 @@ pub struct FtlStats {
     pub pages_coalesced: u64,
     /// Pages re-placed out of a retired block.
     pub pages_relocated: u64,
+    /// Blocks garbage collection collected (wear-levelling moves included).
+    pub gc_blocks: u64,
+    /// Live pages garbage collection re-placed.
+    pub gc_pages_moved: u64,
+    /// Cold blocks collected for static wear levelling.
+    pub wear_moves: u64,
+    /// Erases of every usable block (their mean is this over
+    /// `usable_blocks`).
+    pub total_erases: u64,
+    /// Blocks that are not bad.
+    pub usable_blocks: u64,
     /// Erase ops queued.
     pub blocks_erased: u64,
     /// Erased blocks in the free pools of all dies (open blocks and blocks
@@ -49,4 +63,27 @@ pub struct FtlStats {
     pub pending_ops: u64,
     /// Streams open now.
     pub open_streams: u32,
+}
+
+impl FtlStats {
+    /// Pages programmed per page of host data (1 with no copying).
+    pub fn write_amplification(&self) -> f64 {
+        let host = self
+            .pages_programmed
+            .saturating_sub(self.gc_pages_moved + self.pages_relocated);
+        if host == 0 {
+            1.0
+        } else {
+            self.pages_programmed as f64 / host as f64
+        }
+    }
+
+    /// Mean erase count of the usable blocks.
+    pub fn mean_erase_count(&self) -> f64 {
+        if self.usable_blocks == 0 {
+            0.0
+        } else {
+            self.total_erases as f64 / self.usable_blocks as f64
+        }
+    }
 }

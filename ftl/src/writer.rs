@@ -51,9 +51,10 @@ impl Ftl {
             self.counters.pages_coalesced += 1;
             return Ok(false);
         }
+        let now = self.counters.pages_programmed;
         let ppa = self
             .blocks
-            .allocate(token_die(&self.geo, id, kind, g), id)?;
+            .allocate(token_die(&self.geo, id, kind, g), id, now)?;
         let mut data = vec![0u8; self.geo.page_size as usize];
         put_token_rows(&mut data, first as usize, hd, rows);
         let merge = old.map(|from| Merge {
@@ -104,9 +105,10 @@ impl Ftl {
                 self.counters.pages_coalesced += 1;
                 continue;
             }
+            let now = self.counters.pages_programmed;
             let ppa = self
                 .blocks
-                .allocate(dim_die(&self.geo, id, blocks, b, run), id)?;
+                .allocate(dim_die(&self.geo, id, blocks, b, run), id, now)?;
             let mut data = vec![0u8; self.geo.page_size as usize];
             put(&mut data);
             let merge = old.map(|from| Merge {

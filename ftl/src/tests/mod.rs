@@ -3,5 +3,6 @@
 
 mod api;
 mod faults;
+mod gc;
 mod model;
 mod props;

@@ -9,13 +9,14 @@ use proptest::prelude::*;
 use super::api::{cfg, tiny};
 use super::model::{Ref, append, check_all, check_all_reclaimed, snapshot};
 use crate::testnand::TestNand;
-use crate::{Ftl, FtlError, Geometry, Kind, StreamId, StreamShape};
+use crate::{Ftl, FtlError, GcPolicy, Geometry, Kind, StreamId, StreamShape};
 
 #[derive(Clone, Debug)]
 enum Op {
     Open { hd128: bool, m_log: u8 },
     Append { pick: usize, n: usize },
     Close { pick: usize },
+    Gc { urgent: bool, greedy: bool },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -23,6 +24,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (any::<bool>(), 0u8..4).prop_map(|(hd128, m_log)| Op::Open { hd128, m_log }),
         8 => (any::<usize>(), 1usize..=300).prop_map(|(pick, n)| Op::Append { pick, n }),
         1 => any::<usize>().prop_map(|pick| Op::Close { pick }),
+        2 => (any::<bool>(), any::<bool>()).prop_map(|(urgent, greedy)| Op::Gc { urgent, greedy }),
     ]
 }
 
@@ -55,6 +57,7 @@ fn run_case(
     let mut refs: Vec<Ref> = Vec::new();
     let mut seed = 0;
     let mut no_space = 0;
+    let mut gc_moves = 0u64;
     // Start with a few streams so most ops do something.
     for (i, m) in [(0u32, 1u8), (1, 4)] {
         let shape = StreamShape {
@@ -107,6 +110,24 @@ fn run_case(
                 f.close_stream(r.id).unwrap();
                 assert!(f.len(r.id).is_err());
             }
+            Op::Gc { urgent, greedy } => {
+                let mut g = f.gc_config();
+                g.policy = if greedy {
+                    GcPolicy::Greedy
+                } else {
+                    GcPolicy::CostBenefit
+                };
+                // Collect as soon as any die is short, and level wear early.
+                g.low_free = geo.blocks_per_die - 1;
+                g.wear_spread = 1;
+                f.set_gc(g).unwrap();
+                let before = snapshot(&f, &refs);
+                let r = if urgent { f.gc_urgent() } else { f.gc_step() };
+                let r = r.unwrap();
+                // GC moves pages, never stream contents or lengths.
+                assert_eq!(snapshot(&f, &refs).1, before.1);
+                gc_moves += u64::from(r.pages_moved);
+            }
         }
         if *drain {
             nand.run(&mut f).unwrap();
@@ -130,6 +151,7 @@ fn run_case(
             "factory bad block used"
         );
     }
+    assert_eq!(f.stats().gc_pages_moved, gc_moves);
     (f.stats(), no_space)
 }
 
