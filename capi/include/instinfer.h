@@ -56,7 +56,7 @@
 #define INSTINFER_F32 2
 
 // Counters in a statistics log (instinfer_stat_name() names them).
-#define INSTINFER_STATS 24
+#define INSTINFER_STATS 33
 
 // Layouts of a sequence's keys on the drive (instinfer_seq_options).
 #define INSTINFER_LAYOUT_TIME 0

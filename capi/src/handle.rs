@@ -110,7 +110,7 @@ impl Handle {
     }
 
     /// The statistics counters of drive `i`, in `proto::StatsLog` order.
-    pub fn stats(&mut self, i: usize) -> Result<[u64; 24], OffloadError> {
+    pub fn stats(&mut self, i: usize) -> Result<[u64; proto::StatsLog::COUNTERS], OffloadError> {
         let logs = self.backend.drives()?.stats()?;
         logs.get(i)
             .map(proto::StatsLog::counters)

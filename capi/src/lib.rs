@@ -50,7 +50,8 @@ pub const INSTINFER_F16: u32 = 1;
 pub const INSTINFER_F32: u32 = 2;
 
 /// Counters in a statistics log (instinfer_stat_name() names them).
-pub const INSTINFER_STATS: usize = 24;
+pub const INSTINFER_STATS: usize = 33;
+const _: () = assert!(INSTINFER_STATS == proto::StatsLog::COUNTERS);
 
 /// Layouts of a sequence's keys on the drive (instinfer_seq_options).
 pub const INSTINFER_LAYOUT_TIME: u32 = 0;

@@ -25,4 +25,7 @@ pub(crate) struct Counters {
     pub decodes: u64,
     /// Page reads repeated after an ECC failure (read retry).
     pub read_retries: u64,
+    /// Virtual ns from the start to the end of garbage collection's
+    /// copies and erases (background and foreground).
+    pub gc_ns: u64,
 }

@@ -62,6 +62,16 @@ where
         conclude(st, sub, result);
     }
     flush(st, board)?;
+    // Background garbage collection, once the command has completed.
+    let State {
+        ftl,
+        scratch,
+        counters,
+        ..
+    } = st;
+    if let Err(_e) = crate::gc::background(board, ftl, &mut scratch.page, counters) {
+        log_debug!("background gc: status {=u16:#x}", _e.to_field());
+    }
     Ok(Progress::Served)
 }
 
@@ -293,7 +303,7 @@ impl<'a> Rows<'a> {
 /// (`attention::engine::layout_order`, per KV_APPEND); the PAGES index
 /// follows in the same order. A failure after the first head leaves the
 /// layer's heads at different lengths: the layer is marked broken.
-fn append_tokens<B: Nand>(
+fn append_tokens<B: Nand + crate::hal::Clock>(
     board: &mut B,
     st: &mut State,
     seq_id: u32,
@@ -309,6 +319,7 @@ fn append_tokens<B: Nand>(
         scratch,
         ..
     } = st;
+    crate::gc::foreground(board, ftl, &mut scratch.page, counters)?;
     let seq = sequences.get_mut(seq_id)?;
     let d = seq.d();
     let per_head = n * d;
@@ -328,7 +339,14 @@ fn append_tokens<B: Nand>(
         } else {
             (ks, vs, kd)
         };
-        if let Err(e) = ftl.append_with_dim_copy(seq.stream(layer, h), ks, vs, kd) {
+        let mut res = ftl.append_with_dim_copy(seq.stream(layer, h), ks, vs, kd);
+        // No room, nothing changed: collect, and try once more.
+        if res == Err(ftl::FtlError::NoSpace)
+            && crate::gc::make_room(board, ftl, &mut scratch.page, counters)?
+        {
+            res = ftl.append_with_dim_copy(seq.stream(layer, h), ks, vs, kd);
+        }
+        if let Err(e) = res {
             if h > 0 {
                 seq.broken[layer] = true;
             }

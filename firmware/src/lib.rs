@@ -29,6 +29,7 @@
 //! | `dma` | moving a command's data by PRP |
 //! | `error` | [`DeviceError`] and the NVMe status of every failure |
 //! | `flash` | carrying out FTL programs and erases, batches of filtered reads |
+//! | `gc` | when the FTL's garbage collection runs: in the background after a command, in the foreground before a host write |
 //! | `identify` | the Identify Controller page and its capability block |
 //! | `journal` | the sequence journal in flash, read at boot |
 //! | `pages` | the PAGES method's DRAM index per stream: page summaries, pinned sinks |
@@ -55,6 +56,7 @@ mod dispatch;
 mod dma;
 mod error;
 mod flash;
+mod gc;
 mod identify;
 mod journal;
 mod pages;

@@ -35,6 +35,15 @@ pub(crate) fn snapshot(st: &State, clock: &impl Clock) -> StatsLog {
         virtual_ns_bus_busy: t.bus_busy,
         virtual_ns_engine_busy: t.engine_busy,
         virtual_ns_dma_busy: t.dma_busy,
+        pages_relocated: f.pages_relocated,
+        gc_blocks: f.gc_blocks,
+        gc_pages_moved: f.gc_pages_moved,
+        wear_moves: f.wear_moves,
+        erase_count_min: u64::from(f.min_erase_count),
+        erase_count_max: u64::from(f.max_erase_count),
+        erase_count_total: f.total_erases,
+        usable_blocks: f.usable_blocks,
+        virtual_ns_gc: c.gc_ns,
         ..StatsLog::default()
     }
 }

@@ -235,6 +235,19 @@ impl Ftl {
     /// its open block) and has a victim, collect, at most `max_victims`
     /// blocks.
     pub fn gc_urgent(&mut self) -> Result<GcReport, FtlError> {
+        self.collect_below(self.gc.critical_free + 1)
+    }
+
+    /// After a host write found no room: the best victims of the dies
+    /// with the fewest free blocks, whatever the watermarks, at most
+    /// `max_victims`.
+    pub fn gc_make_room(&mut self) -> Result<GcReport, FtlError> {
+        self.collect_below(u32::MAX)
+    }
+
+    /// Collects on the dies with fewer than `below` free blocks (counting
+    /// what this call freed), the most starved first.
+    fn collect_below(&mut self, below: u32) -> Result<GcReport, FtlError> {
         let mut r = GcReport::default();
         // A victim's block is free only after the firmware ran its copies:
         // count what this call already freed per die.
@@ -242,7 +255,7 @@ impl Ftl {
         while r.victims < self.gc.max_victims {
             let die = (0..self.geo.dies())
                 .map(|d| (self.blocks.free_on(d) + freed[d as usize], d))
-                .filter(|&(f, _)| f <= self.gc.critical_free)
+                .filter(|&(f, d)| f < below && self.victim(d).is_some())
                 .min()
                 .map(|(_, d)| d);
             let Some(i) = die.and_then(|d| self.victim(d)) else {

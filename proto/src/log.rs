@@ -144,8 +144,28 @@ pub struct StatsLog {
     pub virtual_ns_engine_busy: u64,
     /// Virtual ns the host DMA engine was busy.
     pub virtual_ns_dma_busy: u64,
+    /// Pages re-placed out of blocks retired as bad.
+    pub pages_relocated: u64,
+    /// Blocks garbage collection collected (wear-levelling moves included).
+    pub gc_blocks: u64,
+    /// Live pages garbage collection re-placed (with `pages_relocated`,
+    /// the flash writes that were not host data: write amplification is
+    /// `flash_pages_programmed` over `flash_pages_programmed` less both).
+    pub gc_pages_moved: u64,
+    /// Cold blocks moved for static wear levelling.
+    pub wear_moves: u64,
+    /// Fewest erases of a usable block.
+    pub erase_count_min: u64,
+    /// Most erases of a usable block.
+    pub erase_count_max: u64,
+    /// Erases of all usable blocks (the mean is this over `usable_blocks`).
+    pub erase_count_total: u64,
+    /// Blocks not retired.
+    pub usable_blocks: u64,
+    /// Virtual ns spent running garbage collection's copies and erases.
+    pub virtual_ns_gc: u64,
     /// Zero.
-    pub reserved: [u64; 40],
+    pub reserved: [u64; 31],
 }
 
 const _: () = assert!(core::mem::size_of::<StatsLog>() == StatsLog::SIZE);
@@ -160,10 +180,13 @@ impl StatsLog {
     /// Wire size in bytes.
     pub const SIZE: usize = 512;
     /// Number of counters.
-    pub const COUNTERS: usize = 24;
+    pub const COUNTERS: usize = 33;
+    /// Indices (in wire order) of the counters that are virtual times: a
+    /// board's own, not comparable across boards.
+    pub const TIMES: [usize; 6] = [19, 20, 21, 22, 23, 32];
 
     /// The counters' names in wire order (the fields' names).
-    pub const NAMES: [&'static str; 24] = [
+    pub const NAMES: [&'static str; 33] = [
         "commands",
         "errors",
         "flash_pages_read",
@@ -188,10 +211,19 @@ impl StatsLog {
         "virtual_ns_bus_busy",
         "virtual_ns_engine_busy",
         "virtual_ns_dma_busy",
+        "pages_relocated",
+        "gc_blocks",
+        "gc_pages_moved",
+        "wear_moves",
+        "erase_count_min",
+        "erase_count_max",
+        "erase_count_total",
+        "usable_blocks",
+        "virtual_ns_gc",
     ];
 
     /// The counters in wire order.
-    pub const fn counters(&self) -> [u64; 24] {
+    pub const fn counters(&self) -> [u64; 33] {
         [
             self.commands,
             self.errors,
@@ -217,11 +249,20 @@ impl StatsLog {
             self.virtual_ns_bus_busy,
             self.virtual_ns_engine_busy,
             self.virtual_ns_dma_busy,
+            self.pages_relocated,
+            self.gc_blocks,
+            self.gc_pages_moved,
+            self.wear_moves,
+            self.erase_count_min,
+            self.erase_count_max,
+            self.erase_count_total,
+            self.usable_blocks,
+            self.virtual_ns_gc,
         ]
     }
 
     /// From counters in wire order (reserved zero).
-    pub const fn from_counters(c: [u64; 24]) -> Self {
+    pub const fn from_counters(c: [u64; 33]) -> Self {
         StatsLog {
             commands: c[0],
             errors: c[1],
@@ -247,7 +288,16 @@ impl StatsLog {
             virtual_ns_bus_busy: c[21],
             virtual_ns_engine_busy: c[22],
             virtual_ns_dma_busy: c[23],
-            reserved: [0; 40],
+            pages_relocated: c[24],
+            gc_blocks: c[25],
+            gc_pages_moved: c[26],
+            wear_moves: c[27],
+            erase_count_min: c[28],
+            erase_count_max: c[29],
+            erase_count_total: c[30],
+            usable_blocks: c[31],
+            virtual_ns_gc: c[32],
+            reserved: [0; 31],
         }
     }
 
@@ -264,7 +314,7 @@ impl StatsLog {
     /// Decodes exactly 512 bytes.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, ProtoError> {
         check_len(bytes, Self::SIZE)?;
-        let mut c = [0u64; 24];
+        let mut c = [0u64; Self::COUNTERS];
         for (i, w) in c.iter_mut().enumerate() {
             *w = get_u64(bytes, 8 * i);
         }
@@ -285,7 +335,7 @@ mod tests {
     /// `NAMES` are the fields' names, in the order `counters` reads them.
     #[test]
     fn names_are_the_fields_in_wire_order() {
-        let c: [u64; 24] = core::array::from_fn(|i| 1000 + i as u64);
+        let c: [u64; StatsLog::COUNTERS] = core::array::from_fn(|i| 1000 + i as u64);
         let text = std::format!("{:?}", StatsLog::from_counters(c));
         let mut at = 0;
         for (name, v) in StatsLog::NAMES.iter().zip(c) {
@@ -360,7 +410,11 @@ mod tests {
         assert_eq!(offset_of!(StatsLog, tokens_appended), 112);
         assert_eq!(offset_of!(StatsLog, virtual_ns_total), 152);
         assert_eq!(offset_of!(StatsLog, virtual_ns_dma_busy), 184);
-        assert_eq!(offset_of!(StatsLog, reserved), 192);
+        // Appended in space that was reserved: the fields above keep their
+        // offsets.
+        assert_eq!(offset_of!(StatsLog, pages_relocated), 192);
+        assert_eq!(offset_of!(StatsLog, virtual_ns_gc), 256);
+        assert_eq!(offset_of!(StatsLog, reserved), 264);
         let log = StatsLog {
             errors: 0x0102,
             virtual_ns_dma_busy: 7,

@@ -277,7 +277,19 @@ fn an_unauthenticated_queue_gets_nothing_but_connect_and_authentication() {
                 sqe.nsid = u32::from(f);
             }
             sqe.cdw10 = cdw10;
-            match q.run(sqe, &data, if data.is_empty() { 512 } else { 0 }) {
+            // Without data: a read-direction command asks for 512 bytes
+            // back (a write-direction one would get an R2T for them).
+            let dir = if op == fabrics::OPCODE.0 {
+                sqe.nsid as u8
+            } else {
+                op
+            };
+            let read = if data.is_empty() && dir & 1 == 0 {
+                512
+            } else {
+                0
+            };
+            match q.run(sqe, &data, read) {
                 // The connection closed (a failed exchange ends it).
                 None => {
                     *q = Raw::open(&t);
