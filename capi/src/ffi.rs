@@ -251,7 +251,12 @@ pub unsafe extern "C" fn instinfer_stats(
 ) -> c_int {
     guarded(|| {
         // SAFETY: the caller's contract for both pointers.
-        let (d, out) = unsafe { (obj_mut(dev, "dev")?, slice_mut(out, 24, "out")?) };
+        let (d, out) = unsafe {
+            (
+                obj_mut(dev, "dev")?,
+                slice_mut(out, crate::INSTINFER_STATS, "out")?,
+            )
+        };
         out.copy_from_slice(&d.0.stats(drive)?);
         Ok(())
     })

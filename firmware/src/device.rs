@@ -34,9 +34,10 @@ where
 
     /// Starts the core on a board whose flash may hold an earlier life
     /// (power loss, restart): reads the sequence journal (see
-    /// [`crate::journal`]), erases every other block (the KV cache does not
-    /// outlive power: its maps were in DRAM) retiring those that fail,
-    /// reserves the journal's two blocks, and marks the sequences that
+    /// [`crate::journal`]), reserves its two blocks, marks every other
+    /// block as holding unknown data (the KV cache does not outlive power:
+    /// its maps were in DRAM), erased when the FTL first opens it (a block
+    /// whose erase fails is retired then), and marks the sequences that
     /// were open as lost. From then on SEQ_OPEN and SEQ_CLOSE are
     /// journaled.
     pub fn boot(mut board: B, mut config: DeviceConfig) -> Result<Self, DeviceError> {
@@ -44,30 +45,11 @@ where
         let (mut journal, lost) = crate::journal::Journal::load(&mut board, &geo)
             .map_err(|_| DeviceError::Config("journal unreadable"))?;
         let reserved = crate::journal::Journal::blocks(&geo);
-        let mut out = alloc::vec![0u8; geo.page_size as usize];
-        for channel in 0..geo.channels {
-            for way in 0..geo.ways {
-                for block in 0..geo.blocks_per_die {
-                    let b = ftl::BlockAddr {
-                        channel,
-                        way,
-                        block,
-                    };
-                    if reserved.contains(&b) || config.ftl.bad_blocks.contains(&b) {
-                        continue;
-                    }
-                    nb::block!(board.submit(0, crate::hal::NandCmd::Erase { block: b }))
-                        .map_err(|_| DeviceError::Config("erase at boot refused"))?;
-                    let done = nb::block!(board.poll(&mut out))
-                        .map_err(|_| DeviceError::Config("erase at boot lost"))?;
-                    if done.status != crate::hal::NandStatus::Ok {
-                        config.ftl.bad_blocks.push(b);
-                    }
-                }
-            }
-        }
         config.ftl.bad_blocks.extend(reserved);
         let mut state = State::new(config)?;
+        // Every other block may hold KV data of the earlier life: each is
+        // erased when the FTL first opens it, not all at power-on.
+        state.ftl.assume_unerased();
         journal
             .write(&mut board, &lost)
             .map_err(|_| DeviceError::Config("journal unwritable"))?;
@@ -116,6 +98,15 @@ where
     /// tests and tools).
     pub fn ftl(&self) -> &ftl::Ftl {
         &self.state.ftl
+    }
+
+    /// When and how garbage collection runs (the FTL's defaults for the
+    /// geometry unless set).
+    pub fn set_gc(&mut self, gc: ftl::GcConfig) -> Result<(), DeviceError> {
+        self.state
+            .ftl
+            .set_gc(gc)
+            .map_err(|_| DeviceError::Config("garbage collection settings"))
     }
 }
 

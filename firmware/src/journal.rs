@@ -9,8 +9,9 @@
 //! survives a power loss in the middle of a switch.
 //!
 //! At boot ([`crate::Device::boot`]) the journal is read, every other block
-//! is erased (the KV cache does not survive a power loss by contract: its
-//! maps lived in DRAM), and the sequences the journal names become *lost*:
+//! is taken as holding unknown data and erased when first opened (the KV
+//! cache does not survive a power loss by contract: its maps lived in
+//! DRAM), and the sequences the journal names become *lost*:
 //! every command naming one gets `SEQ_LOST` until a SEQ_CLOSE acknowledges
 //! it.
 

@@ -53,6 +53,9 @@ pub(crate) struct BlockInfo {
     /// FTL's program clock: the age cost-benefit garbage collection
     /// weighs (gc.rs).
     pub stamp: u64,
+    /// Free, but its content after a power loss is unknown: it is erased
+    /// when it is opened (ftl.rs `take_page`), not at boot.
+    pub unerased: bool,
     /// Owner code per allocated page; allocated when the block is opened and
     /// dropped when it is erased, so only blocks in use cost page metadata.
     pages: Vec<u32>,
@@ -80,6 +83,7 @@ impl BlockTable {
             merge_refs: 0,
             deferred: false,
             stamp: 0,
+            unerased: false,
             pages: Vec::new(),
         };
         let mut t = BlockTable {
@@ -308,6 +312,29 @@ impl BlockTable {
 
     pub fn bad_blocks(&self) -> u64 {
         self.bad
+    }
+
+    /// Marks every free block as holding unknown data (erased when
+    /// opened).
+    pub fn mark_unerased(&mut self) {
+        for b in &mut self.blocks {
+            if b.state == BlockState::Free {
+                b.unerased = true;
+            }
+        }
+    }
+
+    /// If block `i` was unerased: clears the mark and counts the erase
+    /// its opening takes; true if so.
+    pub fn take_unerased(&mut self, i: usize) -> bool {
+        match self.blocks.get_mut(i) {
+            Some(b) if b.unerased => {
+                b.unerased = false;
+                b.erase_count = b.erase_count.saturating_add(1);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Free blocks of die `d`.

@@ -125,9 +125,7 @@ impl Ftl {
         for k in 0..dies {
             let d = (die + k) % dies;
             if self.blocks.available_pages(d) > 0 {
-                return self
-                    .blocks
-                    .allocate(d, owner, self.counters.pages_programmed);
+                return self.take_page(d, owner);
             }
         }
         Err(FtlError::NoSpace)

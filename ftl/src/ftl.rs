@@ -81,6 +81,33 @@ impl Ftl {
         })
     }
 
+    /// Every free block may hold data of an earlier life (a boot after
+    /// power loss): each is erased when it is first opened, the erase
+    /// queued ahead of its first program, instead of all at boot.
+    pub fn assume_unerased(&mut self) {
+        self.blocks.mark_unerased();
+    }
+
+    /// A page of `die`'s open block for `owner`; opening an unerased block
+    /// queues its erase first.
+    pub(crate) fn take_page(
+        &mut self,
+        die: u32,
+        owner: crate::stream::StreamId,
+    ) -> Result<Ppa, FtlError> {
+        let ppa = self
+            .blocks
+            .allocate(die, owner, self.counters.pages_programmed)?;
+        if ppa.page == 0
+            && let Some(i) = self.blocks.index(ppa.block())
+            && self.blocks.take_unerased(i)
+        {
+            self.ops.push_erase(ppa.block());
+            self.counters.blocks_erased += 1;
+        }
+        Ok(ppa)
+    }
+
     /// The geometry it was configured with.
     pub fn geometry(&self) -> &Geometry {
         &self.geo

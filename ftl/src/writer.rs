@@ -51,10 +51,7 @@ impl Ftl {
             self.counters.pages_coalesced += 1;
             return Ok(false);
         }
-        let now = self.counters.pages_programmed;
-        let ppa = self
-            .blocks
-            .allocate(token_die(&self.geo, id, kind, g), id, now)?;
+        let ppa = self.take_page(token_die(&self.geo, id, kind, g), id)?;
         let mut data = vec![0u8; self.geo.page_size as usize];
         put_token_rows(&mut data, first as usize, hd, rows);
         let merge = old.map(|from| Merge {
@@ -105,10 +102,7 @@ impl Ftl {
                 self.counters.pages_coalesced += 1;
                 continue;
             }
-            let now = self.counters.pages_programmed;
-            let ppa = self
-                .blocks
-                .allocate(dim_die(&self.geo, id, blocks, b, run), id, now)?;
+            let ppa = self.take_page(dim_die(&self.geo, id, blocks, b, run), id)?;
             let mut data = vec![0u8; self.geo.page_size as usize];
             put(&mut data);
             let merge = old.map(|from| Merge {

@@ -35,7 +35,8 @@ impl<D: HostDma, T: TimeSource> Instance<D, T> {
             engine: SoftEngine::default(),
             clock: time,
         };
-        let dev = Device::new(board, cfg.device_config()).map_err(ConfigError::Core)?;
+        // Through the sequence journal, as every board boots.
+        let dev = Device::boot(board, cfg.device_config()).map_err(ConfigError::Core)?;
         Ok(Self { dev })
     }
 

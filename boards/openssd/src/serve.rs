@@ -47,7 +47,8 @@ where
     B: HostInterface + Nand + Engine + Clock,
     W: Write,
 {
-    let mut device = match Device::new(board, config) {
+    // Through the sequence journal, as every board boots.
+    let mut device = match Device::boot(board, config) {
         Ok(d) => d,
         Err(e) => {
             let _ = writeln!(console, "instcsd: device core did not start: {e:?}");

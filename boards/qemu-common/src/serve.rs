@@ -133,7 +133,8 @@ pub fn serve<C: Clock>(board: &Board, clock: C) -> ! {
         clock,
     };
     let cfg = device_config(geo, dram_budget, board.name, "InstCSD firmware under QEMU");
-    let mut dev = match Device::new(b, cfg) {
+    // Through the sequence journal, as every board boots.
+    let mut dev = match Device::boot(b, cfg) {
         Ok(d) => d,
         Err(e) => {
             let _ = writeln!(uart, "device core: {e}");

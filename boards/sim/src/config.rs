@@ -46,8 +46,12 @@ pub struct SimConfig {
     /// Seeded NAND faults (none by default).
     pub faults: NandFaults,
     /// Keep the sequence journal in flash and boot through it (survives
-    /// power loss: see `firmware::Device::boot`). Off by default.
+    /// power loss: see `firmware::Device::boot`). On by default, as on
+    /// every board; off only to measure what it costs.
     pub journal: bool,
+    /// Garbage collection settings (`None`: the FTL's defaults for the
+    /// geometry).
+    pub gc: Option<ftl::GcConfig>,
 }
 
 impl SimConfig {
@@ -67,7 +71,8 @@ impl SimConfig {
             mdts_bytes: 2 << 20,
             gpu: GpuModel::default(),
             faults: NandFaults::default(),
-            journal: false,
+            journal: true,
+            gc: None,
         }
     }
 

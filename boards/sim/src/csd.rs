@@ -26,12 +26,16 @@ impl SimCsd {
             .validate()
             .map_err(|e| SimError::Config(format!("geometry {:?}: {e:?}", cfg.geometry)))?;
         let board = SimBoard::new(&cfg);
-        let dev = if cfg.journal {
+        let mut dev = if cfg.journal {
             Device::boot(board, cfg.device_config())
         } else {
             Device::new(board, cfg.device_config())
         }
         .map_err(|e| SimError::Device(format!("{e:?}")))?;
+        if let Some(gc) = cfg.gc {
+            dev.set_gc(gc)
+                .map_err(|e| SimError::Config(format!("{e:?}")))?;
+        }
         Ok(Self { dev })
     }
 
@@ -40,6 +44,11 @@ impl SimCsd {
     /// fail.
     pub fn cut_power_after(&mut self, nand_ops: u64) {
         self.dev.board_mut().nand_mut().cut_power_after(nand_ops);
+    }
+
+    /// Flash commands issued so far (what `cut_power_after` counts).
+    pub fn nand_ops(&self) -> u64 {
+        self.dev.board().nand().ops()
     }
 
     /// Whether the power is cut.
@@ -53,8 +62,12 @@ impl SimCsd {
     pub fn restart(self, cfg: SimConfig) -> Result<Self, SimError> {
         let nand = self.dev.into_board().into_nand();
         let board = SimBoard::with_nand(&cfg, nand);
-        let dev = Device::boot(board, cfg.device_config())
+        let mut dev = Device::boot(board, cfg.device_config())
             .map_err(|e| SimError::Device(format!("{e:?}")))?;
+        if let Some(gc) = cfg.gc {
+            dev.set_gc(gc)
+                .map_err(|e| SimError::Config(format!("{e:?}")))?;
+        }
         Ok(Self { dev })
     }
 

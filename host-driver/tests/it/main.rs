@@ -8,6 +8,7 @@ mod link;
 mod linux_passthru;
 mod p2p;
 mod power_loss;
+mod power_loss_gc;
 mod qemu;
 mod sim;
 mod soak;

@@ -19,7 +19,7 @@ use proto::{
     DecodeFetch, DecodeFlags, DecodeSubmit, KvAppend, SeqClose, SeqOpen, SeqShape, Sqe, Status,
 };
 
-const SHAPE: SeqShape = SeqShape {
+pub(crate) const SHAPE: SeqShape = SeqShape {
     layers: 1,
     kv_heads: 1,
     group: 1,
@@ -49,13 +49,13 @@ fn board() -> SimTransport {
     SimTransport::with_device(SimCsd::new(config()).unwrap(), 16).unwrap()
 }
 
-fn run(t: &mut SimTransport, sqe: Sqe, data: IoData) -> (Status, Vec<u8>) {
+pub(crate) fn run(t: &mut SimTransport, sqe: Sqe, data: IoData) -> (Status, Vec<u8>) {
     t.submit(IoRequest { sqe, data }).expect("submit");
     let (_, r) = t.reap().expect("reap");
     (r.cqe.status(), r.data)
 }
 
-fn kv(seed: u64, tokens: u32) -> IoData {
+pub(crate) fn kv(seed: u64, tokens: u32) -> IoData {
     let mut r = SplitMix64::new(seed);
     IoData::ToDevice(
         (0..2 * tokens as usize * 64)
@@ -68,7 +68,7 @@ fn kv(seed: u64, tokens: u32) -> IoData {
 }
 
 /// Open, append `tokens`, decode the last one: the fetched bytes.
-fn fresh_sequence(t: &mut SimTransport, seq: u32, seed: u64, tokens: u32) -> Vec<u8> {
+pub(crate) fn fresh_sequence(t: &mut SimTransport, seq: u32, seed: u64, tokens: u32) -> Vec<u8> {
     assert!(
         run(t, SeqOpen::new(seq, SHAPE).to_sqe(), IoData::None)
             .0

@@ -143,6 +143,12 @@ impl NandSim {
         self.cut_after = Some(self.ops + ops);
     }
 
+    /// Flash commands issued since power-on (what `cut_power_after`
+    /// counts).
+    pub fn ops(&self) -> u64 {
+        self.ops
+    }
+
     /// Whether power has been cut.
     pub fn power_lost(&self) -> bool {
         self.cut_after.is_some_and(|n| self.ops >= n)
