@@ -39,13 +39,18 @@ where
     /// its maps were in DRAM), erased when the FTL first opens it (a block
     /// whose erase fails is retired then), and marks the sequences that
     /// were open as lost. From then on SEQ_OPEN and SEQ_CLOSE are
-    /// journaled.
+    /// journaled, and open sequences are bounded by what one journal page
+    /// names (1 019 with 4 KiB pages).
     pub fn boot(mut board: B, mut config: DeviceConfig) -> Result<Self, DeviceError> {
         let geo = config.ftl.geometry;
         let (mut journal, lost) = crate::journal::Journal::load(&mut board, &geo)
             .map_err(|_| DeviceError::Config("journal unreadable"))?;
         let reserved = crate::journal::Journal::blocks(&geo);
         config.ftl.bad_blocks.extend(reserved);
+        // A snapshot of the open ids fits one page: no more may be open
+        // (Identify reports the bound).
+        let cap = crate::journal::capacity(geo.page_size as usize);
+        config.max_sequences = config.max_sequences.min(cap as u32);
         let mut state = State::new(config)?;
         // Every other block may hold KV data of the earlier life: each is
         // erased when the FTL first opens it, not all at power-on.

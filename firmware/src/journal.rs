@@ -48,6 +48,11 @@ fn whole_page(page_size: usize) -> Result<RowFilter, Status> {
     Ok(RowFilter::first_rows(1, size, 1))
 }
 
+/// Open sequences one snapshot page can name (header, ids, CRC).
+pub(crate) const fn capacity(page_size: usize) -> usize {
+    page_size.saturating_sub(20) / 4
+}
+
 fn encode(page_size: usize, seqno: u64, ids: &[u32]) -> Result<Vec<u8>, Status> {
     let mut p = vec![0u8; page_size];
     let end = 16 + 4 * ids.len();

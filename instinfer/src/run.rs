@@ -26,6 +26,7 @@
 pub mod attend;
 pub mod bench;
 pub mod bench_fabric;
+pub mod bench_gc;
 pub mod bench_host;
 pub mod bench_llama;
 pub mod bench_model;

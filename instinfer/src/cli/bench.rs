@@ -31,6 +31,24 @@ pub enum Command {
     /// (1–32), cache read off and on: raw page reads and a dense decode
     /// (virtual time).
     Nand(NandArgs),
+    /// Garbage collection under a serving mix on a small simulated drive:
+    /// greedy vs cost-benefit victims, and a drive that never collects
+    /// (write amplification, GC share, decode latency; virtual time).
+    Gc(GcArgs),
+}
+
+/// Arguments of `bench gc`.
+#[derive(Debug, clap::Args)]
+pub struct GcArgs {
+    /// Requests served per drive.
+    #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    requests: u32,
+    /// Live KV kept under this share of the usable flash (0.1 to 0.95).
+    #[arg(long, default_value_t = 0.8)]
+    fill: f64,
+    /// Workload seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
 }
 
 /// Arguments of `bench nand`.
@@ -271,6 +289,16 @@ pub fn run(c: Command) -> Result<(), RunError> {
             Ok(())
         }
         Command::Fabric(a) => fabric(a),
+        Command::Gc(a) => {
+            use instinfer::run::bench_gc::{GcParams, run_gc_bench};
+            let p = GcParams {
+                requests: a.requests as usize,
+                fill: a.fill,
+                seed: a.seed,
+            };
+            print!("{}", run_gc_bench(&p)?);
+            Ok(())
+        }
         Command::P2p(a) => {
             use instinfer::run::bench_p2p::{P2pParams, run_p2p_bench};
             let p = P2pParams {
