@@ -51,6 +51,11 @@ where
         // (Identify reports the bound).
         let cap = crate::journal::capacity(geo.page_size as usize);
         config.max_sequences = config.max_sequences.min(cap as u32);
+        log_info!(
+            "device core up through the journal: {=u32} sequences, {=u32} B pages",
+            config.max_sequences,
+            config.ftl.geometry.page_size
+        );
         let mut state = State::new(config)?;
         // Every other block may hold KV data of the earlier life: each is
         // erased when the FTL first opens it, not all at power-on.
