@@ -7,9 +7,12 @@
 //!   merge source);
 //! * drained in the last batch (e.g. the page whose program failed) → a new
 //!   program with the retained image and merge source;
-//! * programmed earlier → a new program that copies the whole old page
-//!   (`MergeLayout::Whole`: the firmware reads it from the retired block,
-//!   whose other pages are still readable).
+//! * programmed earlier → a new program that copies the old page's tokens
+//!   (the token- or dim-row layout of a superseding program: the firmware
+//!   reads it from the retired block, whose other pages are still
+//!   readable). Not the whole page: a flush of the same group may still be
+//!   folded into the queued copy, and a whole-page copy would overwrite
+//!   its rows.
 //!
 //! Contract: failures of a batch are reported before the next `drain_ops`.
 
@@ -93,6 +96,30 @@ impl Ftl {
                 dim_die(&self.geo, owner, st.shape.dim_blocks(), block, run)
             }
         };
+        // A fresh copy takes from the old page only the tokens it
+        // holds (the layout a superseding program would use), so a
+        // later flush of the same group or run into this still-queued
+        // program keeps its rows: a whole-page copy would overwrite
+        // them with the old page's empty ones.
+        let layout = match slot {
+            Slot::Token(_, g) => MergeLayout::TokenRows {
+                tokens: if g < st.len / st.tpp {
+                    st.tpp
+                } else {
+                    st.tok_persisted
+                },
+                row_bytes: 2 * u32::from(st.shape.head_dim),
+            },
+            Slot::Dim { run, .. } => MergeLayout::DimRows {
+                rows: u32::from(st.shape.dim_group),
+                stride: st.tpd,
+                tokens: if run < st.len / st.tpd {
+                    st.tpd
+                } else {
+                    st.dim_persisted
+                },
+            },
+        };
         let new = self.allocate_near(die, owner)?;
         if let Some((data, merge)) = self.ops.take_pending(ppa) {
             // Moved as is: the merge reference moves with it.
@@ -102,10 +129,7 @@ impl Ftl {
                 Some(r) => (r.data.clone(), r.merge),
                 None => (
                     vec![0u8; self.geo.page_size as usize],
-                    Some(Merge {
-                        from: ppa,
-                        layout: MergeLayout::Whole,
-                    }),
+                    Some(Merge { from: ppa, layout }),
                 ),
             };
             self.queue_program(new, data, merge);

@@ -6,8 +6,7 @@
 //! with their short-lived streams. Garbage collection picks such a block
 //! (the *victim*), re-places each of its live pages exactly as a retired
 //! block's are re-placed (bad_blocks.rs: a queued program that copies the
-//! whole old page, `MergeLayout::Whole`, or the still-queued program moved
-//! as is), points the owner's map at the new page in the same call, and
+//! old page's tokens, or the still-queued program moved as is), points the owner's map at the new page in the same call, and
 //! lets the block die; it is erased once those programs have run (the
 //! merge references hold it, reclaim.rs). A map never names a page that
 //! is not either programmed or queued ahead of any read of it, and the

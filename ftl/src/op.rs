@@ -35,7 +35,7 @@ pub enum FlashOp {
 /// Which bytes of an old page survive into a new page image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MergeLayout {
-    /// The whole page (relocation out of a retired block).
+    /// The whole page.
     Whole,
     /// Token page: rows `[0, tokens)` of `row_bytes` each.
     TokenRows {
