@@ -69,6 +69,10 @@ pub(crate) struct BlockTable {
     open: Vec<Option<u32>>,
     free: Vec<u32>,
     bad: u64,
+    /// (min, max) erase count of the usable blocks, kept as erases and
+    /// retirements happen: the wear-levelling check after every command
+    /// reads it without a scan.
+    range: (u32, u32),
 }
 
 impl BlockTable {
@@ -92,6 +96,7 @@ impl BlockTable {
             open: vec![None; geo.dies() as usize],
             free: vec![geo.blocks_per_die; geo.dies() as usize],
             bad: 0,
+            range: (0, 0),
         };
         for &b in bad {
             let i = t.index(b).ok_or(FtlError::BadBlockOutOfRange)?;
@@ -251,9 +256,9 @@ impl BlockTable {
     /// Accounts an erase of dead block `i`: erase count + 1, page metadata
     /// dropped; the block joins the free pool at `confirm_erased`.
     pub fn erase(&mut self, i: usize) {
+        self.count_erase(i);
         if let Some(info) = self.blocks.get_mut(i) {
             info.state = BlockState::Erasing;
-            info.erase_count = info.erase_count.saturating_add(1);
             info.write_ptr = 0;
             info.valid = 0;
             info.deferred = false;
@@ -298,6 +303,7 @@ impl BlockTable {
         info.state = BlockState::Bad;
         info.deferred = false;
         self.bad += 1;
+        self.range = self.scan_range();
     }
 
     pub fn is_bad(&self, i: usize) -> bool {
@@ -330,10 +336,23 @@ impl BlockTable {
         match self.blocks.get_mut(i) {
             Some(b) if b.unerased => {
                 b.unerased = false;
-                b.erase_count = b.erase_count.saturating_add(1);
+                self.count_erase(i);
                 true
             }
             _ => false,
+        }
+    }
+
+    /// One more erase of block `i`, the erase-count range kept.
+    fn count_erase(&mut self, i: usize) {
+        let Some(b) = self.blocks.get_mut(i) else {
+            return;
+        };
+        let old = b.erase_count;
+        b.erase_count = old.saturating_add(1);
+        self.range.1 = self.range.1.max(b.erase_count);
+        if old == self.range.0 {
+            self.range = self.scan_range();
         }
     }
 
@@ -360,6 +379,10 @@ impl BlockTable {
 
     /// (min, max) erase count over blocks that are not bad.
     pub fn erase_count_range(&self) -> (u32, u32) {
+        self.range
+    }
+
+    fn scan_range(&self) -> (u32, u32) {
         let mut it = self
             .blocks
             .iter()

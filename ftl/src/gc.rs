@@ -255,18 +255,16 @@ impl Ftl {
         // count what this call already freed per die.
         let mut freed = alloc::vec![0u32; self.geo.dies() as usize];
         while r.victims < self.gc.max_victims {
-            let die = (0..self.geo.dies())
+            let best = (0..self.geo.dies())
                 .map(|d| (self.blocks.free_on(d) + freed[d as usize], d))
-                .filter(|&(f, d)| f < below && self.victim(d).is_some())
-                .min()
-                .map(|(_, d)| d);
-            let Some(i) = die.and_then(|d| self.victim(d)) else {
+                .filter(|&(f, _)| f < below)
+                .filter_map(|(f, d)| self.victim(d).map(|i| (f, d, i)))
+                .min();
+            let Some((_, d, i)) = best else {
                 break;
             };
             let moved = self.collect(i)?;
-            if let Some(d) = die {
-                freed[d as usize] += 1;
-            }
+            freed[d as usize] += 1;
             r.add(GcReport {
                 victims: 1,
                 pages_moved: moved,

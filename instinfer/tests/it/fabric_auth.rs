@@ -26,7 +26,7 @@ fn secret(byte: u8, t: Transform) -> String {
 }
 
 /// A fresh owner-only file holding `text`.
-fn secrets_file(text: &str) -> PathBuf {
+pub(crate) fn secrets_file(text: &str) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     static N: AtomicU32 = AtomicU32::new(0);
     let dir = std::env::temp_dir().join(format!(

@@ -9,9 +9,9 @@
 //! their absence fails the test (testkit::require).
 
 use std::os::fd::AsFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use host_driver::csd::Csd;
@@ -20,6 +20,8 @@ use instinfer::run::demo::{DemoParams, run_demo};
 use nvme_tcp::auth::{Policy, Secret, Transform};
 use nvme_tcp::target::TargetAuth;
 use nvme_tcp::{NvmeTcp, Target, TargetConfig, TargetHandle, TcpUrl};
+
+use super::fabric_auth::secrets_file;
 use proto::SeqShape;
 
 const HOSTS: usize = 3;
@@ -153,21 +155,6 @@ fn secret(i: usize, salt: u8) -> String {
         .to_text()
 }
 
-fn owner_only(name: &str, text: &str) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    static N: AtomicU32 = AtomicU32::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "instinfer-netns-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
-    p
-}
-
 fn url(i: usize, secrets: &Path) -> String {
     format!(
         "tcp://10.77.{i}.1:4420/{}?hostnqn={}&secrets={}",
@@ -248,19 +235,16 @@ fn three_hosts_in_three_network_namespaces() {
     let net = Net::create(HOSTS).expect("namespaces");
     let started = Instant::now();
     // Host 2 also authenticates the controller.
-    let file = owner_only(
-        "secrets",
-        &format!(
-            "{} {}\n{} {} {}\n{} {}\n",
-            host_nqn(1),
-            secret(1, 0),
-            host_nqn(2),
-            secret(2, 0),
-            secret(2, 1),
-            host_nqn(3),
-            secret(3, 0),
-        ),
-    );
+    let file = secrets_file(&format!(
+        "{} {}\n{} {} {}\n{} {}\n",
+        host_nqn(1),
+        secret(1, 0),
+        host_nqn(2),
+        secret(2, 0),
+        secret(2, 1),
+        host_nqn(3),
+        secret(3, 0),
+    ));
     let hosts = nvme_tcp::auth::load(&file).unwrap();
     let handle = in_ns(&net.ns("t"), move || {
         let cfg = TargetConfig {
@@ -315,7 +299,7 @@ fn three_hosts_in_three_network_namespaces() {
         })
         .collect();
     // A wrong key from host 2's namespace, while host 2 works.
-    let bad = owner_only("bad", &format!("{} {}\n", host_nqn(2), secret(2, 9)));
+    let bad = secrets_file(&format!("{} {}\n", host_nqn(2), secret(2, 9)));
     let refused = in_ns(&net.ns("h2"), move || {
         NvmeTcp::connect(&TcpUrl::parse(&url(2, &bad)).unwrap()).map(|_| ())
     })

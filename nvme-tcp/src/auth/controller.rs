@@ -159,16 +159,7 @@ impl ControllerChap {
                     super::explain(explanation)
                 ))
             }
-            (
-                AuthMessage::Negotiate {
-                    t_id,
-                    sc_c,
-                    hashes,
-                    groups,
-                },
-                State::Failure1 { .. },
-            ) => {
-                let _ = (sc_c, hashes, groups);
+            (AuthMessage::Negotiate { t_id, .. }, State::Failure1 { .. }) => {
                 self.state = State::Failure1 {
                     t_id,
                     explanation: why::INCORRECT_MESSAGE,
