@@ -34,8 +34,8 @@ where
 
     /// Starts the core on a board whose flash may hold an earlier life
     /// (power loss, restart): reads the sequence journal (see
-    /// [`crate::journal`]), reserves its two blocks, marks every other
-    /// block as holding unknown data (the KV cache does not outlive power:
+    /// [`crate::journal`]: the first page of every block, then the newest
+    /// journal block), marks every other block as holding unknown data (the KV cache does not outlive power:
     /// its maps were in DRAM), erased when the FTL first opens it (a block
     /// whose erase fails is retired then), and marks the sequences that
     /// were open as lost. From then on SEQ_OPEN and SEQ_CLOSE are
@@ -43,10 +43,9 @@ where
     /// names (1 019 with 4 KiB pages).
     pub fn boot(mut board: B, mut config: DeviceConfig) -> Result<Self, DeviceError> {
         let geo = config.ftl.geometry;
-        let (mut journal, lost) = crate::journal::Journal::load(&mut board, &geo)
-            .map_err(|_| DeviceError::Config("journal unreadable"))?;
-        let reserved = crate::journal::Journal::blocks(&geo);
-        config.ftl.bad_blocks.extend(reserved);
+        let (mut journal, lost, wear) =
+            crate::journal::Journal::load(&mut board, &geo, &config.ftl.bad_blocks)
+                .map_err(|_| DeviceError::Config("journal unreadable"))?;
         // A snapshot of the open ids fits one page: no more may be open
         // (Identify reports the bound).
         let cap = crate::journal::capacity(geo.page_size as usize);
@@ -58,10 +57,25 @@ where
         );
         let mut state = State::new(config)?;
         // Every other block may hold KV data of the earlier life: each is
-        // erased when the FTL first opens it, not all at power-on.
+        // erased when the FTL first opens it, not all at power-on. The
+        // newest journal block stays as it is until the new journal holds
+        // a snapshot.
         state.ftl.assume_unerased();
+        // Wear levelling goes on from the erase counts and retired blocks
+        // of the journal's last move, not from zero.
+        if let Some(table) = wear
+            && state.ftl.restore_wear(&table).is_err()
+        {
+            log_info!("journal: a wear table of another geometry, not used");
+        }
+        if let Some(b) = journal.found_block()
+            && state.ftl.hold_block(b).is_err()
+        {
+            // Retired by the wear table: never erased or reused anyway.
+            log_debug!("journal: its newest block was retired");
+        }
         journal
-            .write(&mut board, &lost)
+            .write(&mut board, &mut state.ftl, &lost)
             .map_err(|_| DeviceError::Config("journal unwritable"))?;
         state.lost = lost.into_iter().collect();
         state.journal = Some(journal);
@@ -77,6 +91,25 @@ where
     /// Serves at most one command.
     pub fn poll(&mut self) -> Result<Progress, DeviceError> {
         crate::dispatch::poll(&mut self.state, &mut self.board)
+    }
+
+    /// Work a drive does while no command waits: one background GC step
+    /// (a victim or a wear-levelling move) if the FTL wants one. True if
+    /// it did one, so a caller with idle time left may call again.
+    /// A failure inside the step is logged and ends the idle work, as
+    /// the background step after a command does.
+    pub fn idle_step(&mut self) -> bool {
+        let State {
+            ftl,
+            scratch,
+            counters,
+            ..
+        } = &mut self.state;
+        let r = crate::gc::background(&mut self.board, ftl, &mut scratch.page, counters);
+        if let Err(_e) = &r {
+            log_debug!("idle gc: status {=u16:#x}", _e.to_field());
+        }
+        r.unwrap_or(false)
     }
 
     /// Serves commands until every queue is empty; returns how many.

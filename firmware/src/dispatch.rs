@@ -192,7 +192,7 @@ where
     };
     let mut ids: Vec<u32> = st.sequences.ids();
     ids.extend(st.lost.iter().copied());
-    j.write(board, &ids).map_err(Fail::from)
+    j.write(board, &mut st.ftl, &ids).map_err(Fail::from)
 }
 
 fn seq_open(st: &mut State, c: &SeqOpen) -> Handled {

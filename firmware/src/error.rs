@@ -42,6 +42,7 @@ pub(crate) fn ftl_status(e: FtlError) -> Status {
     match e {
         FtlError::NoSpace => Status::CAPACITY_EXCEEDED,
         FtlError::DramBudget => Status::DRAM_BUDGET,
+        FtlError::DataLost => Status::MEDIA_ERROR,
         _ => Status::INTERNAL_ERROR,
     }
 }

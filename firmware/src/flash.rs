@@ -240,7 +240,20 @@ pub(crate) fn run_ftl_ops<B: Nand>(
                                 // this batch: let everything land first.
                                 drain(board, buf, &mut on_done)?;
                                 let mut old = vec![0u8; page_size];
-                                read_whole(board, m.from, &mut old, counters)?;
+                                match read_whole(board, m.from, &mut old, counters) {
+                                    Ok(()) => {}
+                                    Err(Status::MEDIA_ERROR) => {
+                                        // The source failed every retry: the
+                                        // page cannot be written right. Its
+                                        // stream is marked lost (loud on its
+                                        // next read); the rest of the batch
+                                        // goes on, or other streams' pages
+                                        // would be left unwritten too.
+                                        ftl.page_lost(*ppa).map_err(crate::error::ftl_status)?;
+                                        continue;
+                                    }
+                                    Err(e) => return Err(e),
+                                }
                                 merged.clear();
                                 merged.extend_from_slice(data);
                                 m.apply(&old, &mut merged);

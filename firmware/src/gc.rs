@@ -35,17 +35,18 @@ fn timed<B: Nand + Clock>(
     Ok(report.victims)
 }
 
-/// One background step if the FTL wants one.
+/// One background step if the FTL wants one; true if it collected a
+/// block (more may be wanted).
 pub(crate) fn background<B: Nand + Clock>(
     board: &mut B,
     ftl: &mut Ftl,
     page: &mut [u8],
     counters: &mut Counters,
-) -> Result<(), Status> {
-    if ftl.gc_wanted() {
-        timed(board, ftl, page, counters, Ftl::gc_step)?;
+) -> Result<bool, Status> {
+    if !ftl.gc_wanted() {
+        return Ok(false);
     }
-    Ok(())
+    Ok(timed(board, ftl, page, counters, Ftl::gc_step)? > 0)
 }
 
 /// Foreground GC before a host write: while a die is down to its

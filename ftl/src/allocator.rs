@@ -34,6 +34,9 @@ pub(crate) enum BlockState {
     Erasing,
     /// Retired: never allocated or erased again.
     Bad,
+    /// Lent to another writer (the firmware's journal): neither free nor
+    /// collectable; its erases are counted here.
+    Lent,
 }
 
 #[derive(Clone, Debug)]
@@ -298,7 +301,7 @@ impl BlockTable {
                     *o = None;
                 }
             }
-            BlockState::Full | BlockState::Erasing => {}
+            BlockState::Full | BlockState::Erasing | BlockState::Lent => {}
         }
         info.state = BlockState::Bad;
         info.deferred = false;
@@ -354,6 +357,81 @@ impl BlockTable {
         if old == self.range.0 {
             self.range = self.scan_range();
         }
+    }
+
+    /// Lends the least-erased free block of the die with the most free
+    /// blocks (lowest index on ties) and counts the erase its borrower
+    /// gives it first.
+    pub fn lend(&mut self) -> Option<usize> {
+        let d = (0..self.free.len()).rev().max_by_key(|&d| self.free[d])?;
+        if self.free[d] == 0 {
+            return None;
+        }
+        let i = d * self.geo.blocks_per_die as usize + self.pick_free(d)?;
+        self.take_free(i);
+        self.count_erase(i);
+        Some(i)
+    }
+
+    /// Lends free block `i` as it is (its content kept); false unless it
+    /// was free.
+    pub fn hold(&mut self, i: usize) -> bool {
+        if !self.is_free(i) {
+            return false;
+        }
+        self.take_free(i);
+        true
+    }
+
+    fn take_free(&mut self, i: usize) {
+        let d = self.die_of(i);
+        if let Some(info) = self.blocks.get_mut(i) {
+            info.state = BlockState::Lent;
+            info.unerased = false;
+            if let Some(f) = self.free.get_mut(d) {
+                *f = f.saturating_sub(1);
+            }
+        }
+    }
+
+    /// A lent block comes back to the free pool, its content unknown
+    /// (erased when opened); false unless it was lent.
+    pub fn give_back(&mut self, i: usize) -> bool {
+        let d = self.die_of(i);
+        match self.blocks.get_mut(i) {
+            Some(info) if info.state == BlockState::Lent => {
+                info.state = BlockState::Free;
+                info.unerased = true;
+                if let Some(f) = self.free.get_mut(d) {
+                    *f += 1;
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether block `i` is lent.
+    pub fn is_lent(&self, i: usize) -> bool {
+        self.blocks
+            .get(i)
+            .is_some_and(|b| b.state == BlockState::Lent)
+    }
+
+    /// Blocks in the table.
+    pub fn len(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// Raises the erase counts to `counts` (kept from an earlier life;
+    /// entries past the table ignored), the range recomputed once.
+    pub fn raise_erase_counts(&mut self, counts: impl Iterator<Item = (usize, u32)>) {
+        for (i, c) in counts {
+            if let Some(b) = self.blocks.get_mut(i) {
+                b.erase_count = b.erase_count.max(c);
+            }
+        }
+        self.range = self.scan_range();
     }
 
     /// Free blocks of die `d`.

@@ -35,6 +35,10 @@ pub enum FtlError {
     /// Nothing was changed; draining ops (which releases blocks whose
     /// erase was deferred) or closing streams may make room.
     NoSpace,
+    /// A page of this stream could not be read back when it had to be
+    /// moved or merged (it failed every read retry): the stream's data is
+    /// lost, and it is refused rather than served from what is left.
+    DataLost,
 }
 
 impl fmt::Display for FtlError {
@@ -52,6 +56,9 @@ impl fmt::Display for FtlError {
             FtlError::InvalidAddress => "physical address outside the geometry",
             FtlError::DramBudget => "DRAM budget too small for this stream",
             FtlError::NoSpace => "no free flash space for this append",
+            FtlError::DataLost => {
+                "a page of the stream could not be read back to be moved: its data is lost"
+            }
         };
         f.write_str(s)
     }

@@ -217,6 +217,36 @@ impl Ftl {
         self.ops.live()
     }
 
+    /// An open stream none of whose pages was lost.
+    fn intact(&self, id: StreamId) -> Result<&StreamState, FtlError> {
+        let st = self.stream(id)?;
+        if st.damaged {
+            return Err(FtlError::DataLost);
+        }
+        Ok(st)
+    }
+
+    /// The program of `ppa` could not be done: the page it was to copy or
+    /// merge from failed every read. Its owner's data is lost; the stream
+    /// is marked so that every later lookup of it fails
+    /// ([`FtlError::DataLost`]) instead of serving the unwritten page.
+    /// A page no open stream holds any more (closed since) loses nothing.
+    pub fn page_lost(&mut self, ppa: Ppa) -> Result<(), FtlError> {
+        if !self.geo.contains(ppa) {
+            return Err(FtlError::InvalidAddress);
+        }
+        let Some(st) = self
+            .blocks
+            .owner(ppa)
+            .and_then(|owner| self.stream_mut(owner).ok())
+        else {
+            return Ok(());
+        };
+        st.damaged = true;
+        self.counters.pages_lost += 1;
+        Ok(())
+    }
+
     /// Where token group `group` of K or V is. Valid groups are
     /// `0..ceil(len / T)`. A flash span may name a page whose program is
     /// still queued (see `drain_ops`).
@@ -226,7 +256,7 @@ impl Ftl {
         kind: Kind,
         group: u32,
     ) -> Result<GroupSpans<'_>, FtlError> {
-        let st = self.stream(id)?;
+        let st = self.intact(id)?;
         if group >= st.len.div_ceil(st.tpp) {
             return Err(FtlError::OutOfRange);
         }
@@ -254,7 +284,7 @@ impl Ftl {
     /// Where dim block `block`, run `run` of the dim copy of K is. Valid
     /// runs are `0..ceil(len / N)`, blocks `0..head_dim / m`.
     pub fn dim_run(&self, id: StreamId, block: u32, run: u32) -> Result<RunSpans<'_>, FtlError> {
-        let st = self.stream(id)?;
+        let st = self.intact(id)?;
         if block >= st.shape.dim_blocks() || run >= st.len.div_ceil(st.tpd) {
             return Err(FtlError::OutOfRange);
         }
@@ -294,6 +324,7 @@ impl Ftl {
             gc_blocks: c.gc_blocks,
             gc_pages_moved: c.gc_pages_moved,
             wear_moves: c.wear_moves,
+            pages_lost: c.pages_lost,
             total_erases,
             usable_blocks,
             free_blocks: self.blocks.free_blocks(),

@@ -37,10 +37,13 @@
 //! | `budget` | append planning: the DRAM budget and flash capacity checks that make an append all-or-nothing |
 //! | `reclaim` | erasing dead blocks back into their die's free pool |
 //! | `gc` | garbage collection (greedy or cost-benefit victims, low and critical watermarks, the relocation reserve) and static wear levelling |
+//! | `lend` | blocks lent to the firmware's journal from the free pool, and given back |
+//! | `wear` | the wear record (erase counts, retired blocks) the firmware keeps across power cuts |
 //! | `bad_blocks` | bad blocks: factory ones never allocated, failed ones retired and their pages re-placed |
 //! | `op` | [`FlashOp`]s the FTL emits and the [`Merge`] descriptor of a superseded page |
 //! | `op_queue` | the queue of flash operations between the FTL and the firmware |
 //! | `spans` | read-side answers: where a token group's or dim run's tokens are, on flash and in DRAM |
+//! | `audit` | [`Ftl::audit`]: a self-check of the maps, block counts, pools and DRAM accounting ([`AuditError`]) |
 //! | `stats` | counters and the [`FtlStats`] snapshot |
 //! | `error` | [`FtlError`], the crate's one error type |
 
@@ -53,6 +56,7 @@ extern crate std;
 
 mod address;
 mod allocator;
+mod audit;
 mod bad_blocks;
 mod budget;
 mod dim_map;
@@ -61,6 +65,7 @@ mod ftl;
 mod gc;
 mod geometry;
 mod group_buffer;
+mod lend;
 mod op;
 mod op_queue;
 mod placement;
@@ -70,6 +75,7 @@ mod stats;
 mod stream;
 mod stream_state;
 mod token_map;
+mod wear;
 mod writer;
 
 #[cfg(test)]
@@ -78,6 +84,7 @@ mod testnand;
 mod tests;
 
 pub use address::{BlockAddr, Ppa};
+pub use audit::AuditError;
 pub use error::FtlError;
 pub use ftl::{Ftl, FtlConfig, MAX_STREAMS};
 pub use gc::{GcConfig, GcPolicy, GcReport};
@@ -86,3 +93,4 @@ pub use op::{FlashOp, Merge, MergeLayout};
 pub use spans::{DimSpan, GroupSpans, RunSpans};
 pub use stats::FtlStats;
 pub use stream::{Kind, StreamId, StreamShape};
+pub use wear::RETIRED;

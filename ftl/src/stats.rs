@@ -12,6 +12,7 @@ pub(crate) struct Counters {
     pub gc_blocks: u64,
     pub gc_pages_moved: u64,
     pub wear_moves: u64,
+    pub pages_lost: u64,
 }
 
 /// A snapshot of FTL activity and state.
@@ -33,6 +34,9 @@ pub struct FtlStats {
     pub gc_blocks: u64,
     /// Live pages garbage collection re-placed.
     pub gc_pages_moved: u64,
+    /// Pages whose move or merge could not read its source (their
+    /// streams refuse lookups).
+    pub pages_lost: u64,
     /// Cold blocks collected for static wear levelling.
     pub wear_moves: u64,
     /// Erases of every usable block (their mean is this over

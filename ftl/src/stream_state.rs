@@ -38,6 +38,9 @@ pub(crate) struct StreamState {
     /// Tokens of the current run already in flash (all dim blocks alike).
     pub dim_persisted: u32,
     pub dim_tail: DimTail,
+    /// A page of the stream was lost (its move or merge could not read
+    /// its source): lookups fail with `FtlError::DataLost`.
+    pub damaged: bool,
 }
 
 impl StreamState {
@@ -55,6 +58,7 @@ impl StreamState {
             v_tail: Vec::new(),
             dim_persisted: 0,
             dim_tail: DimTail::default(),
+            damaged: false,
         }
     }
 

@@ -205,6 +205,16 @@ impl<T: Transport> Csd<T> {
         Ok(())
     }
 
+    /// Acknowledges `seq` lost by the drive (after a power failure it
+    /// answers Sequence Lost to every command naming it but this one):
+    /// SEQ_CLOSE whether or not this handle knows the id, which it then
+    /// forgets. The id can be opened again afterwards.
+    pub fn close_lost(&mut self, seq: u32) -> Result<(), CsdError> {
+        self.run_io(SeqClose { seq }.to_sqe(), IoData::None, "SEQ_CLOSE")?;
+        self.seqs.remove(&seq);
+        Ok(())
+    }
+
     /// Appends `n` tokens at `first_pos` to one layer: `k` and `v` are fp16
     /// bits `[kv_heads][n][d]`. Split into KV_APPEND commands under the
     /// device's transfer limit, each with its own head-major payload, sent

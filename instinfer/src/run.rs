@@ -9,6 +9,9 @@
 //! | `bench_solid` | SolidAttention with the real model: KV in DRAM vs on the SSD with and without prefetch vs dense SSD offload, and a random-read probe (Linux) |
 //! | [`bench_model`] | prefill and decode tokens/s of the real model, host vs simulated CSD (and against llama.cpp) |
 //! | [`bench_llama`] | llama.cpp as `bench model`'s yardstick: its venv, the embedded script, request and reply |
+//! | [`bench_gc`] | garbage collection under a serving mix: greedy vs cost-benefit victims, and a drive that never collects |
+//! | [`bench_soak`] | days of virtual service: Poisson arrivals on a drive filled to 90 %, NAND faults and power cuts, every output checked |
+//! | [`bench_journal`] | the power-loss journal's virtual-time cost per command, journal on against off |
 //! | [`bench_nand`] | the simulated NAND schedule against each die's queue depth, cache read off and on |
 //! | [`eval`] | perplexity of the model per attention method and compression |
 //! | [`passkey`] | passkey retrieval: whether each method finds a key hidden deep in a long prompt |
@@ -28,12 +31,14 @@ pub mod bench;
 pub mod bench_fabric;
 pub mod bench_gc;
 pub mod bench_host;
+pub mod bench_journal;
 pub mod bench_llama;
 pub mod bench_model;
 pub mod bench_nand;
 pub mod bench_p2p;
 pub mod bench_paper;
 pub mod bench_seqs;
+pub mod bench_soak;
 #[cfg(target_os = "linux")]
 pub mod bench_solid;
 pub mod cancel;
@@ -44,6 +49,7 @@ pub mod flexgen_probe;
 pub mod generate;
 pub mod passkey;
 pub mod plot;
+pub(crate) mod serving_mix;
 pub mod sim;
 pub mod ssd;
 

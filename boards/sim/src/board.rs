@@ -32,6 +32,8 @@ pub struct SimBoard {
     nand: NandSim,
     engine: SimEngine,
     copy: CopyEngine,
+    /// Virtual time the board spent idle, waiting for the host.
+    idle_ns: u64,
 }
 
 impl SimBoard {
@@ -54,6 +56,7 @@ impl SimBoard {
             },
             engine: SimEngine::new(cfg.engine),
             copy: CopyEngine::new(cfg.gpu),
+            idle_ns: 0,
         }
     }
 
@@ -64,6 +67,21 @@ impl SimBoard {
         let mut b = Self::new(cfg);
         b.nand = nand;
         b
+    }
+
+    /// Moves the clock to `t_ns` with nothing to do (the host sent no
+    /// command until then); the time is counted as idle. Never goes back.
+    pub fn idle_until(&mut self, t_ns: u64) {
+        let now = self.clock.now_ns();
+        if t_ns > now {
+            self.idle_ns += t_ns - now;
+            self.clock.advance_to(t_ns);
+        }
+    }
+
+    /// Virtual time spent idle so far ([`Self::idle_until`]).
+    pub fn idle_ns(&self) -> u64 {
+        self.idle_ns
     }
 
     /// The flash, taken out of a board that lost power.
@@ -296,6 +314,17 @@ mod tests {
             matches!(b.fetch(), Err(nb::Error::WouldBlock)),
             "controller not enabled"
         );
+    }
+
+    #[test]
+    fn idle_time_moves_the_clock_and_is_counted() {
+        let mut b = SimBoard::new(&SimConfig::new(4096));
+        b.idle_until(5_000);
+        b.idle_until(3_000);
+        assert_eq!((b.now_ns(), b.idle_ns()), (5_000, 5_000));
+        b.idle_until(7_500);
+        assert_eq!((b.now_ns(), b.idle_ns()), (7_500, 7_500));
+        assert_eq!(b.breakdown().total, 7_500);
     }
 
     fn cfg_dma_4k() -> u64 {

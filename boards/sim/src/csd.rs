@@ -122,6 +122,27 @@ impl SimCsd {
         self.dev.board().now_ns()
     }
 
+    /// The host sends nothing until `t_ns` (virtual): the drive does its
+    /// background work (GC steps while its FTL wants them, timed like any
+    /// flash work), then waits idle for the rest. Returns the idle part.
+    pub fn idle_until(&mut self, t_ns: u64) -> u64 {
+        while self.now_ns() < t_ns && !self.power_lost() && self.dev.idle_step() {}
+        let before = self.dev.board().idle_ns();
+        self.dev.board_mut().idle_until(t_ns);
+        self.dev.board().idle_ns() - before
+    }
+
+    /// Virtual time spent idle so far (see [`Self::idle_until`]).
+    pub fn idle_ns(&self) -> u64 {
+        self.dev.board().idle_ns()
+    }
+
+    /// Successful erases of each block so far, the flash's own count
+    /// (it survives power cuts, unlike the FTL's), die by die.
+    pub fn erase_counts(&self) -> &[u32] {
+        self.dev.board().nand().array().erase_counts()
+    }
+
     /// Where the virtual time went.
     pub fn breakdown(&self) -> TimeBreakdown {
         self.dev.board().breakdown()

@@ -188,3 +188,51 @@ fn failure_reported_after_supersede_is_folded() {
     check_all(&f, &nand, core::slice::from_ref(&r), false);
     assert!(f.is_bad(p1.block()));
 }
+
+#[test]
+fn a_page_lost_in_a_move_makes_its_stream_refuse_lookups_and_no_other() {
+    let g = tiny();
+    let mut f = Ftl::new(cfg(g, 1 << 20)).unwrap();
+    let mut nand = TestNand::new(g);
+    let mut a = Ref::new(f.open_stream(SHAPE).unwrap(), SHAPE, 1);
+    let mut b = Ref::new(f.open_stream(SHAPE).unwrap(), SHAPE, 2);
+    append(&mut f, &mut a, 40).unwrap();
+    append(&mut f, &mut b, 40).unwrap();
+    nand.run(&mut f).unwrap();
+    let page = f
+        .token_group(a.id, crate::Kind::K, 0)
+        .unwrap()
+        .flash
+        .unwrap()
+        .0;
+    f.page_lost(page).unwrap();
+    assert_eq!(f.stats().pages_lost, 1);
+    assert_eq!(
+        f.token_group(a.id, crate::Kind::V, 0).err(),
+        Some(crate::FtlError::DataLost)
+    );
+    assert_eq!(f.dim_run(a.id, 0, 0).err(), Some(crate::FtlError::DataLost));
+    super::model::check_stream(&f, &nand, &b);
+    // Closing it gives its pages back as usual.
+    f.close_stream(a.id).unwrap();
+    nand.run(&mut f).unwrap();
+    f.audit().unwrap();
+    let free = BlockAddr {
+        channel: 0,
+        way: 0,
+        block: 0,
+    };
+    // A page nobody holds (its stream closed) loses nothing.
+    assert_eq!(f.page_lost(free.page(g.pages_per_block - 1)), Ok(()));
+    assert_eq!(f.page_lost(page), Ok(()));
+    assert_eq!(f.stats().pages_lost, 1);
+    let outside = BlockAddr {
+        channel: 0,
+        way: 0,
+        block: g.blocks_per_die,
+    };
+    assert_eq!(
+        f.page_lost(outside.page(0)),
+        Err(crate::FtlError::InvalidAddress)
+    );
+}

@@ -4,5 +4,7 @@
 mod api;
 mod faults;
 mod gc;
+mod lend;
 mod model;
 mod props;
+mod wear;

@@ -1,6 +1,14 @@
-//! Property tests: random interleavings of open / append / close over
-//! several streams, shapes, page sizes and DRAM budgets, checked against
-//! the reference model after every drained step.
+//! Property tests: random interleavings of open / append / close /
+//! garbage collection / power cuts over several streams, shapes, page
+//! sizes and DRAM budgets, checked against the reference model after every
+//! drained step and audited (`Ftl::audit`) after every step.
+//!
+//! A power cut executes a prefix of the queued flash operations, tears the
+//! next program (its page left holding garbage) and drops the FTL; the
+//! next life is a new FTL over the same flash that assumes every block
+//! unerased, as the firmware boots. The KV does not survive by contract,
+//! so the model forgets every stream: what the new life reads back must be
+//! its own data only, never a page of the old life.
 
 use alloc::vec::Vec;
 
@@ -9,7 +17,7 @@ use proptest::prelude::*;
 use super::api::{cfg, tiny};
 use super::model::{Ref, append, check_all, check_all_reclaimed, snapshot};
 use crate::testnand::TestNand;
-use crate::{Ftl, FtlError, GcPolicy, Geometry, Kind, StreamId, StreamShape};
+use crate::{FlashOp, Ftl, FtlError, GcPolicy, Geometry, Kind, StreamId, StreamShape};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -17,6 +25,7 @@ enum Op {
     Append { pick: usize, n: usize },
     Close { pick: usize },
     Gc { urgent: bool, greedy: bool },
+    PowerCut { after: usize, gc: bool, n: usize },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -25,6 +34,8 @@ fn op() -> impl Strategy<Value = Op> {
         8 => (any::<usize>(), 1usize..=300).prop_map(|(pick, n)| Op::Append { pick, n }),
         1 => any::<usize>().prop_map(|pick| Op::Close { pick }),
         2 => (any::<bool>(), any::<bool>()).prop_map(|(urgent, greedy)| Op::Gc { urgent, greedy }),
+        1 => (any::<usize>(), any::<bool>(), 1usize..=300)
+            .prop_map(|(after, gc, n)| Op::PowerCut { after, gc, n }),
     ]
 }
 
@@ -51,7 +62,7 @@ fn run_case(
         .collect();
     let mut c = cfg(geo, budget);
     c.bad_blocks = bad.clone();
-    let mut f = Ftl::new(c).unwrap();
+    let mut f = Ftl::new(c.clone()).unwrap();
     let mut nand = TestNand::new(geo);
     nand.fail_every = fail_every;
     let mut refs: Vec<Ref> = Vec::new();
@@ -59,14 +70,17 @@ fn run_case(
     let mut no_space = 0;
     let mut gc_moves = 0u64;
     // Start with a few streams so most ops do something.
-    for (i, m) in [(0u32, 1u8), (1, 4)] {
-        let shape = StreamShape {
-            head_dim: 64 << i,
-            dim_group: m,
-        };
-        seed += 1;
-        refs.push(Ref::new(f.open_stream(shape).unwrap(), shape, seed));
-    }
+    let start = |f: &mut Ftl, refs: &mut Vec<Ref>, seed: &mut u32| {
+        for (i, m) in [(0u32, 1u8), (1, 4)] {
+            let shape = StreamShape {
+                head_dim: 64 << i,
+                dim_group: m,
+            };
+            *seed += 1;
+            refs.push(Ref::new(f.open_stream(shape).unwrap(), shape, *seed));
+        }
+    };
+    start(&mut f, &mut refs, &mut seed);
     for (op, drain) in ops {
         match *op {
             Op::Open { hd128, m_log } => {
@@ -128,18 +142,43 @@ fn run_case(
                 assert_eq!(snapshot(&f, &refs).1, before.1);
                 gc_moves += u64::from(r.pages_moved);
             }
+            Op::PowerCut { after, gc, n } => {
+                // Something in flight when the power goes: the copies and
+                // erases of a collection, or the pages of a write.
+                if gc {
+                    f.gc_make_room().unwrap();
+                } else if !refs.is_empty() {
+                    let i = after % refs.len();
+                    match append(&mut f, &mut refs[i], n) {
+                        Ok(()) | Err(FtlError::DramBudget | FtlError::NoSpace) => {}
+                        Err(e) => panic!("append: {e}"),
+                    }
+                }
+                f.audit().unwrap();
+                power_cut(&mut f, &mut nand, after, &bad);
+                f = Ftl::new(c.clone()).unwrap();
+                f.assume_unerased();
+                f.audit().unwrap();
+                refs.clear();
+                gc_moves = 0;
+                start(&mut f, &mut refs, &mut seed);
+            }
         }
+        f.audit().unwrap_or_else(|e| panic!("after {op:?}: {e}"));
         if *drain {
             nand.run(&mut f).unwrap();
+            f.audit().unwrap_or_else(|e| panic!("after draining: {e}"));
             check_all(&f, &nand, &refs, fail_every == 0);
         }
     }
     nand.run(&mut f).unwrap();
+    f.audit().unwrap();
     check_all(&f, &nand, &refs, fail_every == 0);
     for r in &refs {
         f.close_stream(r.id).unwrap();
     }
     nand.run(&mut f).unwrap();
+    f.audit().unwrap();
     check_all_reclaimed(&f, &nand);
     if fail_every == 0 {
         assert_eq!(f.stats().bad_blocks, bad.len() as u64);
@@ -153,6 +192,35 @@ fn run_case(
     }
     assert_eq!(f.stats().gc_pages_moved, gc_moves);
     (f.stats(), no_space)
+}
+
+/// The power goes while `f`'s queued operations run: the first
+/// `after % (queued + 1)` execute (their failures die with the power), a
+/// program next in line is torn (its page programmed with garbage), the
+/// rest never reach the flash. The old life's blocks no longer count as
+/// programmed by the FTL that follows (`check_all_reclaimed`).
+fn power_cut(f: &mut Ftl, nand: &mut TestNand, after: usize, bad: &[crate::BlockAddr]) {
+    let mut ops = f.drain_ops();
+    let keep = after % (ops.len() + 1);
+    let torn = ops.get(keep).cloned();
+    ops.truncate(keep);
+    nand.execute(ops).unwrap();
+    if let Some(FlashOp::Program { ppa, data, .. }) = torn {
+        let garbage = data.iter().map(|b| b ^ 0xA5).collect();
+        let op = FlashOp::Program {
+            ppa,
+            data: garbage,
+            merge_from: None,
+        };
+        nand.execute(alloc::vec![op]).unwrap();
+    }
+    for b in bad {
+        assert!(
+            !nand.programmed_blocks.contains(b),
+            "factory bad block used"
+        );
+    }
+    nand.programmed_blocks.clear();
 }
 
 fn geometry(pick: u8, page_size: u32) -> Geometry {

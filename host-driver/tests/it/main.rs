@@ -9,6 +9,7 @@ mod linux_passthru;
 mod p2p;
 mod power_loss;
 mod power_loss_gc;
+mod props_power;
 mod qemu;
 mod sim;
 mod soak;

@@ -166,8 +166,8 @@ fn a_thousand_power_cuts() {
         let g = *ftl.geometry();
         let total = u64::from(g.channels) * u64::from(g.ways) * u64::from(g.blocks_per_die);
         let s = ftl.stats();
-        assert_eq!(s.free_blocks + s.bad_blocks, total, "trial {trial}");
-        assert!(s.bad_blocks >= 2, "the journal's blocks are reserved");
+        // One block is lent to the journal: the new snapshot is in it.
+        assert_eq!(s.free_blocks + s.bad_blocks + 1, total, "trial {trial}");
         assert_eq!(
             s.valid_pages, 0,
             "trial {trial}: pages of the old life still mapped"

@@ -266,3 +266,48 @@ fn a_thousand_power_cuts_during_garbage_collection() {
     );
     assert!(cuts_in_gc > 900, "{cuts_in_gc}");
 }
+
+#[test]
+fn erase_counts_and_retired_blocks_outlive_a_power_cut() {
+    let mut t = board();
+    let seen = play(&mut t, &script(3));
+    assert!(!seen.gc_windows.is_empty());
+    let mut dev = t.into_device();
+    let old = dev.device().ftl().wear_table();
+    dev.cut_power_after(0);
+    let dev = dev.restart(config()).unwrap();
+    let physical = dev.erase_counts().to_vec();
+    let new = dev.device().ftl().wear_table();
+    let sum = |t: &[u32]| {
+        t.iter()
+            .filter(|&&c| c != ftl::RETIRED)
+            .map(|&c| u64::from(c))
+            .sum::<u64>()
+    };
+    // The journal's table is from its last move to a new block: no count
+    // above what the flash saw (the boot's own erase of the journal's
+    // block aside), and most of the wear carried over.
+    for (i, (&n, &p)) in new.iter().zip(&physical).enumerate() {
+        if n != ftl::RETIRED {
+            assert!(n <= p + 1, "block {i}: restored {n}, flash {p}");
+        }
+    }
+    assert!(
+        sum(&new) * 10 >= sum(&physical) * 8,
+        "restored {} of the flash's {} erases (the old life counted {})",
+        sum(&new),
+        sum(&physical),
+        sum(&old)
+    );
+    // Retired blocks stay retired.
+    for (i, &c) in old.iter().enumerate() {
+        if c == ftl::RETIRED {
+            assert_eq!(new[i], ftl::RETIRED, "block {i}");
+        }
+    }
+    // One more cut at once: the counts carried over do not fall back.
+    let mut dev = dev;
+    dev.cut_power_after(0);
+    let again = dev.restart(config()).unwrap();
+    assert!(sum(&again.device().ftl().wear_table()) >= sum(&new));
+}

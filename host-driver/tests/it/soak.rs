@@ -106,7 +106,7 @@ fn sixty_four_sequences_of_every_layer_under_faults() {
     assert_eq!(mapped(&mut csd), pages_before, "host pages leaked");
     let ftl = csd.array().devices()[0].transport().device().device().ftl();
     let g = *ftl.geometry();
-    let (mut free, mut open, mut bad) = (0u32, 0u32, 0u32);
+    let (mut free, mut open, mut bad, mut lent) = (0u32, 0u32, 0u32, 0u32);
     for channel in 0..g.channels {
         for way in 0..g.ways {
             for block in 0..g.blocks_per_die {
@@ -115,19 +115,29 @@ fn sixty_four_sequences_of_every_layer_under_faults() {
                     way,
                     block,
                 };
-                let kinds = [ftl.is_free_block(b), ftl.is_open_block(b), ftl.is_bad(b)];
+                let kinds = [
+                    ftl.is_free_block(b),
+                    ftl.is_open_block(b),
+                    ftl.is_bad(b),
+                    ftl.is_lent_block(b),
+                ];
                 assert_eq!(
                     kinds.iter().filter(|&&k| k).count(),
                     1,
-                    "block {b:?} is not exactly one of free, open (write frontier), bad: {kinds:?}"
+                    "block {b:?} is not exactly one of free, open (write frontier), bad, lent to the journal: {kinds:?}"
                 );
                 free += u32::from(kinds[0]);
                 open += u32::from(kinds[1]);
                 bad += u32::from(kinds[2]);
+                lent += u32::from(kinds[3]);
             }
         }
     }
-    eprintln!("soak: blocks {free} free + {open} open (write frontier) + {bad} retired");
+    assert_eq!(lent, 1, "the journal holds one block");
+    ftl.audit().expect("the FTL's own accounting");
+    eprintln!(
+        "soak: blocks {free} free + {open} open (write frontier) + {bad} retired + {lent} journal"
+    );
     assert_eq!(
         ftl.stats().valid_pages,
         0,

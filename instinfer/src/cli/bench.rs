@@ -35,6 +35,64 @@ pub enum Command {
     /// greedy vs cost-benefit victims, and a drive that never collects
     /// (write amplification, GC share, decode latency; virtual time).
     Gc(GcArgs),
+    /// Days of service on a small simulated drive kept near full: Poisson
+    /// arrivals, chat sessions, NAND faults and power cuts, every output
+    /// checked (throughput over time, write amplification, GC share,
+    /// latency percentiles, erase spread, a chart; virtual time).
+    Soak(SoakArgs),
+    /// The power-loss journal's cost per command: the same script on a
+    /// simulated drive with the journal and without (virtual time).
+    Journal(JournalArgs),
+}
+
+/// Arguments of `bench journal`.
+#[derive(Debug, clap::Args)]
+pub struct JournalArgs {
+    /// Sequences opened, used and closed per drive.
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    sequences: u32,
+    /// Flash page size in bytes (4096 or 16384).
+    #[arg(long, default_value_t = 16384)]
+    page_size: u32,
+    /// Workload seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// Arguments of `bench soak`.
+#[derive(Debug, clap::Args)]
+pub struct SoakArgs {
+    /// Virtual days to serve.
+    #[arg(long, default_value_t = 7.0)]
+    days: f64,
+    /// Live KV kept under this share of the usable flash (0.5 to 0.95).
+    #[arg(long, default_value_t = 0.9)]
+    fill: f64,
+    /// Mean virtual seconds between request arrivals.
+    #[arg(long, default_value_t = 20.0)]
+    request_interval: f64,
+    /// Chat sessions (at most 16).
+    #[arg(long, default_value_t = 8)]
+    sessions: u32,
+    /// Power cuts per virtual day, on average (0: none).
+    #[arg(long, default_value_t = 1.0)]
+    cuts_per_day: f64,
+    /// No NAND faults.
+    #[arg(long)]
+    no_faults: bool,
+    /// Virtual hours per line of the time series.
+    #[arg(long, default_value_t = 12.0)]
+    bucket_hours: f64,
+    /// Workload and fault seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Write the time series as a PNG chart here.
+    #[arg(long)]
+    chart: Option<std::path::PathBuf>,
+    /// Erase-count spread past which static wear levelling moves a cold
+    /// block (default: the FTL's).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    wear_spread: Option<u32>,
 }
 
 /// Arguments of `bench gc`.
@@ -289,6 +347,33 @@ pub fn run(c: Command) -> Result<(), RunError> {
             Ok(())
         }
         Command::Fabric(a) => fabric(a),
+        Command::Journal(a) => {
+            use instinfer::run::bench_journal::{JournalParams, run_journal_bench};
+            let p = JournalParams {
+                sequences: a.sequences,
+                page_size: a.page_size,
+                seed: a.seed,
+            };
+            print!("{}", run_journal_bench(&p)?);
+            Ok(())
+        }
+        Command::Soak(a) => {
+            use instinfer::run::bench_soak::{SoakParams, run_soak};
+            let p = SoakParams {
+                days: a.days,
+                fill: a.fill,
+                request_interval_s: a.request_interval,
+                sessions: a.sessions,
+                cuts_per_day: a.cuts_per_day,
+                faults: !a.no_faults,
+                bucket_hours: a.bucket_hours,
+                wear_spread: a.wear_spread,
+                seed: a.seed,
+                chart: a.chart,
+            };
+            print!("{}", run_soak(&p)?);
+            Ok(())
+        }
         Command::Gc(a) => {
             use instinfer::run::bench_gc::{GcParams, run_gc_bench};
             let p = GcParams {

@@ -15,16 +15,15 @@
 
 use std::fmt;
 
-use attention::engine::dense_group;
-use attention::shape::{GroupShape, Method};
+use attention::shape::Method;
 use attention::testdata::SplitMix64;
 use board_sim::{SimConfig, SimCsd};
 use ftl::{GcConfig, GcPolicy, Geometry};
 use host_driver::csd::{Csd, CsdError};
 use host_driver::transport::SimTransport;
-use proto::{Placement, SeqShape};
 
 use super::RunError;
+use super::serving_mix::{D, HostSeq, SHAPE, pages_per_token, pareto, percentile, token};
 
 /// Bench settings.
 #[derive(Clone, Debug, PartialEq)]
@@ -83,16 +82,6 @@ pub struct GcReport {
     pub rows: Vec<GcRow>,
 }
 
-const D: usize = 64;
-const SHAPE: SeqShape = SeqShape {
-    layers: 1,
-    kv_heads: 1,
-    group: 1,
-    head_dim: D as u16,
-    dim_group: 8,
-    rotated: false,
-    placement: Placement::TIME,
-};
 /// Sessions kept open.
 const SESSIONS: u32 = 3;
 /// Tokens a session may reach before it restarts.
@@ -108,34 +97,9 @@ fn geometry(blocks_per_die: u32) -> Geometry {
     }
 }
 
-/// Pages one token costs on flash (K, V and the dim copy), for the fill
-/// bookkeeping: 2/32 + 8/256.
-fn pages_per_token() -> f64 {
-    2.0 / 32.0 + 8.0 / 256.0
-}
-
-/// A heavy-tailed length: Pareto with shape `alpha` above `min`, capped.
-fn pareto(r: &mut SplitMix64, min: f64, alpha: f64, cap: u32) -> u32 {
-    let u = (r.below(1 << 30) as f64 + 1.0) / f64::from(1u32 << 30);
-    ((min / u.powf(1.0 / alpha)) as u32).min(cap).max(1)
-}
-
-fn token(r: &mut SplitMix64) -> Vec<u16> {
-    (0..D)
-        .map(|_| half::f16::from_f32((r.below(2000) as f32 - 1000.0) / 700.0).to_bits())
-        .collect()
-}
-
-/// The host's copy of one sequence.
-#[derive(Default)]
-struct Seq {
-    k: Vec<u16>,
-    v: Vec<u16>,
-}
-
 struct Drive {
     csd: Csd<SimTransport>,
-    seqs: std::collections::BTreeMap<u32, Seq>,
+    seqs: std::collections::BTreeMap<u32, HostSeq>,
     latencies: Vec<u64>,
     outputs: u64,
     refused: u64,
@@ -178,13 +142,13 @@ impl Drive {
     }
 
     fn live_share(&self) -> f64 {
-        let tokens: usize = self.seqs.values().map(|s| s.k.len() / D).sum();
+        let tokens: usize = self.seqs.values().map(|s| s.len()).sum();
         tokens as f64 * pages_per_token() / self.usable_pages
     }
 
     fn open(&mut self, id: u32) -> Result<(), RunError> {
         self.csd.open(id, SHAPE).map_err(err)?;
-        self.seqs.insert(id, Seq::default());
+        self.seqs.insert(id, HostSeq::default());
         Ok(())
     }
 
@@ -202,7 +166,7 @@ impl Drive {
             k.extend(token(r));
             v.extend(token(r));
         }
-        let at = self.seqs.get(&id).map_or(0, |s| s.k.len() / D) as u32;
+        let at = self.seqs.get(&id).map_or(0, HostSeq::len) as u32;
         match self.csd.append(id, 0, at, &k, &v) {
             Ok(()) => {}
             Err(CsdError::Status { status, .. })
@@ -224,7 +188,7 @@ impl Drive {
     /// against the engine model.
     fn decode(&mut self, id: u32, r: &mut SplitMix64) -> Result<bool, RunError> {
         let (q, kn, vn) = (token(r), token(r), token(r));
-        let pos = self.seqs.get(&id).map_or(0, |s| s.k.len() / D) as u32;
+        let pos = self.seqs.get(&id).map_or(0, HostSeq::len) as u32;
         let start = self.csd.transport().device().now_ns();
         let t = match self
             .csd
@@ -245,32 +209,10 @@ impl Drive {
         let s = self.seqs.entry(id).or_default();
         s.k.extend(&kn);
         s.v.extend(&vn);
-        let want = dense_group(
-            &q,
-            &s.k,
-            &s.v,
-            GroupShape {
-                group: 1,
-                head_dim: D,
-            },
-        )
-        .map_err(|e| RunError::Attention(e.to_string()))?;
-        if out.raw != want {
-            return Err(RunError::Attention(format!(
-                "bench gc: sequence {id} at {pos}: the drive's output differs from the engine model"
-            )));
-        }
+        s.check(&q, &out.raw, &format!("bench gc: sequence {id} at {pos}"))?;
         self.outputs += 1;
         Ok(true)
     }
-}
-
-fn percentile(sorted: &[u64], p: f64) -> u64 {
-    if sorted.is_empty() {
-        return 0;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
 }
 
 /// Serves the mix on one drive.

@@ -37,6 +37,9 @@ pub struct NandArray {
     /// still read back (the firmware must move them out).
     worn: FxHashSet<BlockAddr>,
     uncorrectable: FxHashSet<Ppa>,
+    /// Successful erases per block, die by die (`Geometry::die_index`
+    /// order): the wear the flash itself has seen.
+    erases: Vec<u32>,
 }
 
 impl NandArray {
@@ -49,6 +52,7 @@ impl NandArray {
             bad: bad.iter().copied().collect(),
             worn: FxHashSet::default(),
             uncorrectable: FxHashSet::default(),
+            erases: vec![0; geometry.total_blocks() as usize],
         }
     }
 
@@ -106,6 +110,12 @@ impl NandArray {
             });
         }
         let next = self.next_page.get(&ppa.block()).copied().unwrap_or(0);
+        // A bad block fails every program with a status, whatever it
+        // holds (an erase that failed leaves its old pages in place).
+        if self.bad.contains(&ppa.block()) || self.worn.contains(&ppa.block()) {
+            self.next_page.insert(ppa.block(), (ppa.page + 1).max(next));
+            return Ok(NandStatus::ProgramFailed);
+        }
         if self.pages.contains_key(&ppa) {
             return Err(NandError::NotErased(format!("{ppa:?}")));
         }
@@ -116,9 +126,6 @@ impl NandArray {
             });
         }
         self.next_page.insert(ppa.block(), ppa.page + 1);
-        if self.bad.contains(&ppa.block()) || self.worn.contains(&ppa.block()) {
-            return Ok(NandStatus::ProgramFailed);
-        }
         self.pages.insert(ppa, data.into());
         Ok(NandStatus::Ok)
     }
@@ -135,7 +142,21 @@ impl NandArray {
             }
         }
         self.uncorrectable.retain(|p| p.block() != block);
+        let i = self.block_index(block);
+        if let Some(n) = self.erases.get_mut(i) {
+            *n += 1;
+        }
         Ok(NandStatus::Ok)
+    }
+
+    /// Successful erases of each block so far, die by die.
+    pub fn erase_counts(&self) -> &[u32] {
+        &self.erases
+    }
+
+    fn block_index(&self, b: BlockAddr) -> usize {
+        let g = &self.geometry;
+        g.die_index(b.channel, b.way) as usize * g.blocks_per_die as usize + b.block as usize
     }
 
     /// Fault hook: reads of `ppa` fail ECC until its block is erased.
@@ -246,6 +267,11 @@ mod tests {
         assert_eq!(a.erase(ppa(1, 0).block()), Ok(NandStatus::Ok));
         assert_eq!(a.read(ppa(1, 0)).unwrap().0, None);
         assert_eq!(a.program(ppa(1, 0), &page), Ok(NandStatus::Ok));
+        let b = ppa(1, 0).block();
+        let i = geo().die_index(b.channel, b.way) as usize * geo().blocks_per_die as usize
+            + b.block as usize;
+        assert_eq!(a.erase_counts()[i], 1, "the erase counted on its block");
+        assert_eq!(a.erase_counts().iter().sum::<u32>(), 1);
         let bad_block = BlockAddr {
             channel: 0,
             way: 2,
@@ -269,5 +295,13 @@ mod tests {
         assert_eq!(a.read(ppa(3, 0)).unwrap().1, NandStatus::Ok);
         a.inject_bad_block(ppa(3, 0).block());
         assert_eq!(a.program(ppa(3, 0), &page), Ok(NandStatus::ProgramFailed));
+        // A block gone bad with its pages in place (its erase failed):
+        // a program on it fails with a status, not as a controller error.
+        let held = ppa(1, 1);
+        a.program(held, &[1u8; 4096]).unwrap();
+        a.inject_worn_block(held.block());
+        assert_eq!(a.erase(held.block()), Ok(NandStatus::EraseFailed));
+        assert_eq!(a.program(held, &page), Ok(NandStatus::ProgramFailed));
+        assert_eq!(a.read(held).unwrap().0.map(|p| p[0]), Some(1));
     }
 }

@@ -138,7 +138,8 @@ impl NandSim {
 
     /// Cuts power after `ops` more commands: the last one is torn (a
     /// program leaves its page unreadable), every later one fails with
-    /// [`NandError::PowerLost`].
+    /// [`NandError::PowerLost`], and so does every poll from then on (no
+    /// completion of a command in flight is reported).
     pub fn cut_power_after(&mut self, ops: u64) {
         self.cut_after = Some(self.ops + ops);
     }
@@ -284,6 +285,12 @@ impl NandSim {
     pub fn poll(&mut self, out: &mut [u8]) -> nb::Result<(NandDone, u64), NandError> {
         if self.outstanding.is_empty() {
             return Err(nb::Error::WouldBlock);
+        }
+        // The controller died with the power: no completion reaches the
+        // firmware any more, the torn command's included (it must not be
+        // acknowledged as if its page had been written).
+        if self.power_lost() {
+            return Err(nb::Error::Other(NandError::PowerLost));
         }
         let Some((seq, finish)) = self.timer.next_done() else {
             return Err(nb::Error::WouldBlock);

@@ -650,3 +650,70 @@ fn a_read_in_flight_of_an_erased_page_misses_a_later_program() {
     );
     assert_eq!(got[1].0.status, NandStatus::Ok);
 }
+
+#[test]
+fn after_a_power_cut_nothing_completes_and_the_torn_page_does_not_read() {
+    let mut n = sim();
+    let page = vec![5u8; PAGE];
+    n.submit(
+        0,
+        1,
+        NandCmd::Program {
+            ppa: ppa(0, 0, 0, 0),
+            data: &page,
+        },
+    )
+    .unwrap();
+    poll(&mut n);
+    n.cut_power_after(1);
+    // The last command before the cut is accepted and torn...
+    n.submit(
+        0,
+        2,
+        NandCmd::Program {
+            ppa: ppa(0, 0, 0, 1),
+            data: &page,
+        },
+    )
+    .unwrap();
+    assert!(n.power_lost());
+    // ...but its completion never reaches the firmware, nor anything later.
+    let mut out = vec![0u8; PAGE];
+    assert!(matches!(
+        n.poll(&mut out),
+        Err(nb::Error::Other(NandError::PowerLost))
+    ));
+    assert!(matches!(
+        n.submit(
+            0,
+            3,
+            NandCmd::Erase {
+                block: ppa(0, 0, 1, 0).block()
+            }
+        ),
+        Err(nb::Error::Other(NandError::PowerLost))
+    ));
+    n.restore_power();
+    assert_eq!(n.in_flight(), 0);
+    n.submit(
+        0,
+        4,
+        NandCmd::Read {
+            ppa: ppa(0, 0, 0, 1),
+            filter: whole_page(),
+        },
+    )
+    .unwrap();
+    assert_eq!(poll(&mut n).0.status, NandStatus::Uncorrectable);
+    n.submit(
+        0,
+        5,
+        NandCmd::Read {
+            ppa: ppa(0, 0, 0, 0),
+            filter: whole_page(),
+        },
+    )
+    .unwrap();
+    let (done, _, data) = poll(&mut n);
+    assert_eq!((done.status, data[0]), (NandStatus::Ok, 5));
+}
