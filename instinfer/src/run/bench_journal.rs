@@ -169,7 +169,7 @@ impl fmt::Display for JournalReport {
         row(f, "decode step", self.on.decode, self.off.decode)?;
         writeln!(
             f,
-            "power-on: {:.1} ms with the journal (the first page of every block read, one snapshot written), {:.1} ms without (times in us unless said)",
+            "power-on: {:.1} ms with the journal (the first page of every block read, a block erased, a snapshot and the wear table written), {:.1} ms without (times in us unless said)",
             self.on.boot_ns as f64 / 1e6,
             self.off.boot_ns as f64 / 1e6
         )
