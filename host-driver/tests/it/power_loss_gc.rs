@@ -25,7 +25,7 @@ const SHAPE: proto::SeqShape = proto::SeqShape {
     ..super::power_loss::SHAPE
 };
 
-fn config() -> SimConfig {
+pub(super) fn config() -> SimConfig {
     let mut c = SimConfig::new(4096);
     c.geometry = ftl::Geometry {
         channels: 2,

@@ -44,26 +44,16 @@ const SHAPE: SeqShape = SeqShape {
 /// The sequence ids the host uses.
 const IDS: std::ops::RangeInclusive<u32> = 1..=6;
 
-/// 2 dies of 12 blocks of 8 pages, collected once a die is under 9 free
-/// blocks. The small DRAM budget makes appends flush tails as partial
+/// `power_loss_gc`'s drive (2 dies of 12 blocks of 8 pages), collected
+/// once a die is under 9 free blocks. The small DRAM budget makes appends flush tails as partial
 /// pages that later ones supersede, so blocks hold dead pages for the
 /// collector to find.
 fn config() -> SimConfig {
-    let mut c = SimConfig::new(4096);
-    c.geometry = ftl::Geometry {
-        channels: 2,
-        ways: 1,
-        blocks_per_die: 12,
-        pages_per_block: 8,
-        page_size: 4096,
-    };
-    c.max_sequences = 16;
-    c.max_streams = 64;
+    let mut c = super::power_loss_gc::config();
     c.dram_budget = 32 << 10;
-    let mut gc = ftl::GcConfig::for_geometry(&c.geometry);
-    gc.low_free = 9;
-    gc.critical_free = 1;
-    c.gc = Some(gc);
+    if let Some(gc) = c.gc.as_mut() {
+        gc.low_free = 9;
+    }
     c
 }
 

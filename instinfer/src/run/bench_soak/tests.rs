@@ -27,7 +27,8 @@ fn a_short_soak_with_power_cuts_keeps_every_output_and_accounts_for_it() {
     );
     assert!(r.recovery.tokens > 0);
     assert!(r.totals.write_amplification >= 1.0);
-    assert!(r.fill.1 <= 0.9 + 1e-9 && r.fill.1 > 0.7, "{:?}", r.fill);
+    // The shared prompts alone take 60 % of the usable pages.
+    assert!(r.fill.1 <= 0.9 + 1e-9 && r.fill.1 >= 0.59, "{:?}", r.fill);
     assert!(r.virtual_days >= 0.01);
     assert_eq!(r.buckets.len(), 3);
     assert_eq!(
