@@ -67,42 +67,64 @@ pub(crate) const fn capacity(page_size: usize) -> usize {
     page_size.saturating_sub(20) / 4
 }
 
-fn encode(page_size: usize, seqno: u64, ids: &[u32]) -> Result<Vec<u8>, Status> {
-    let mut p = vec![0u8; page_size];
-    let end = 16 + 4 * ids.len();
+/// A page of `magic`, `seqno`, the `head` words, the count of `words`,
+/// the words and a CRC32C of everything before it; `None` if it does not
+/// fit `page_size`.
+fn seal(
+    page_size: usize,
+    magic: [u8; 4],
+    seqno: u64,
+    head: &[u32],
+    words: &[u32],
+) -> Option<Vec<u8>> {
+    let start = 16 + 4 * head.len();
+    let end = start + 4 * words.len();
     if end + 4 > page_size {
-        return Err(Status::SEQ_TABLE_FULL);
+        return None;
     }
-    p[..4].copy_from_slice(&MAGIC);
+    let mut p = vec![0u8; page_size];
+    p[..4].copy_from_slice(&magic);
     p[4..12].copy_from_slice(&seqno.to_le_bytes());
-    p[12..16].copy_from_slice(&(ids.len() as u32).to_le_bytes());
-    for (i, id) in ids.iter().enumerate() {
-        p[16 + 4 * i..20 + 4 * i].copy_from_slice(&id.to_le_bytes());
+    let count = words.len() as u32;
+    let fields = head.iter().chain([&count]).chain(words);
+    for (i, w) in fields.enumerate() {
+        p[12 + 4 * i..16 + 4 * i].copy_from_slice(&w.to_le_bytes());
     }
     let crc = proto::tcp::crc32c(&p[..end]);
     p[end..end + 4].copy_from_slice(&crc.to_le_bytes());
-    Ok(p)
+    Some(p)
+}
+
+/// The number, the `heads` head words and the words of a page sealed
+/// with `magic`; `None` for another kind of page or a torn one.
+fn unseal(p: &[u8], magic: [u8; 4], heads: usize) -> Option<(u64, Vec<u32>, Vec<u32>)> {
+    let start = 16 + 4 * heads;
+    if p.len() < start + 4 || p[..4] != magic {
+        return None;
+    }
+    let word = |i: usize| Some(u32::from_le_bytes(p.get(i..i + 4)?.try_into().ok()?));
+    let seqno = u64::from_le_bytes(p[4..12].try_into().ok()?);
+    let n = word(start - 4)? as usize;
+    let end = start.checked_add(n.checked_mul(4)?)?;
+    if end.checked_add(4)? > p.len() || word(end)? != proto::tcp::crc32c(&p[..end]) {
+        return None;
+    }
+    let head = (0..heads)
+        .map(|i| word(12 + 4 * i))
+        .collect::<Option<Vec<u32>>>()?;
+    let words = (start..end)
+        .step_by(4)
+        .map(word)
+        .collect::<Option<Vec<u32>>>()?;
+    Some((seqno, head, words))
+}
+
+fn encode(page_size: usize, seqno: u64, ids: &[u32]) -> Result<Vec<u8>, Status> {
+    seal(page_size, MAGIC, seqno, &[], ids).ok_or(Status::SEQ_TABLE_FULL)
 }
 
 fn decode(p: &[u8]) -> Option<(u64, Vec<u32>)> {
-    if p.len() < 20 || p[..4] != MAGIC {
-        return None;
-    }
-    let seqno = u64::from_le_bytes(p[4..12].try_into().ok()?);
-    let n = u32::from_le_bytes(p[12..16].try_into().ok()?) as usize;
-    let end = 16usize.checked_add(n.checked_mul(4)?)?;
-    if end + 4 > p.len() {
-        return None;
-    }
-    let crc = u32::from_le_bytes(p[end..end + 4].try_into().ok()?);
-    if crc != proto::tcp::crc32c(&p[..end]) {
-        return None;
-    }
-    let ids = p[16..end]
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    Some((seqno, ids))
+    unseal(p, MAGIC, 0).map(|(seqno, _, ids)| (seqno, ids))
 }
 
 const WEAR_MAGIC: [u8; 4] = *b"ICSW";
@@ -121,43 +143,17 @@ fn wear_pages(page_size: usize, blocks: usize) -> usize {
 /// number it follows.
 fn encode_wear(page_size: usize, seqno: u64, table: &[u32], part: usize) -> Vec<u8> {
     let per = wear_per_page(page_size);
-    let first = part * per;
-    let chunk = &table[first.min(table.len())..(first + per).min(table.len())];
-    let mut p = vec![0u8; page_size];
-    p[..4].copy_from_slice(&WEAR_MAGIC);
-    p[4..12].copy_from_slice(&seqno.to_le_bytes());
-    p[12..16].copy_from_slice(&(first as u32).to_le_bytes());
-    p[16..20].copy_from_slice(&(chunk.len() as u32).to_le_bytes());
-    for (i, c) in chunk.iter().enumerate() {
-        p[20 + 4 * i..24 + 4 * i].copy_from_slice(&c.to_le_bytes());
-    }
-    let end = 20 + 4 * chunk.len();
-    let crc = proto::tcp::crc32c(&p[..end]);
-    p[end..end + 4].copy_from_slice(&crc.to_le_bytes());
-    p
+    let first = (part * per).min(table.len());
+    let chunk = &table[first..(first + per).min(table.len())];
+    // `wear_per_page` leaves room for the header, the first index and
+    // the CRC, so the page always fits.
+    seal(page_size, WEAR_MAGIC, seqno, &[first as u32], chunk).unwrap_or_default()
 }
 
 /// A wear-table page: its snapshot number, first index and counts.
 fn decode_wear(p: &[u8]) -> Option<(u64, usize, Vec<u32>)> {
-    if p.len() < 24 || p[..4] != WEAR_MAGIC {
-        return None;
-    }
-    let seqno = u64::from_le_bytes(p[4..12].try_into().ok()?);
-    let first = u32::from_le_bytes(p[12..16].try_into().ok()?) as usize;
-    let n = u32::from_le_bytes(p[16..20].try_into().ok()?) as usize;
-    let end = 20usize.checked_add(n.checked_mul(4)?)?;
-    if end + 4 > p.len() {
-        return None;
-    }
-    let crc = u32::from_le_bytes(p[end..end + 4].try_into().ok()?);
-    if crc != proto::tcp::crc32c(&p[..end]) {
-        return None;
-    }
-    let counts = p[20..end]
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    Some((seqno, first, counts))
+    let (seqno, head, counts) = unseal(p, WEAR_MAGIC, 1)?;
+    Some((seqno, *head.first()? as usize, counts))
 }
 
 /// The block a first page's header names and its sequence number, for
