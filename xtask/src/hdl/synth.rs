@@ -1,5 +1,7 @@
 //! `cargo xtask hdl synth`: `yosys synth_xilinx` of each block for the two
-//! boards' FPGA families, and the resource table parsed from `stat`.
+//! boards' FPGA families, the resource table parsed from `stat`, and the
+//! cells on each block's longest path between registers (`ltp -noff`): a
+//! count of logic levels, not a timing analysis (no vendor timing here).
 //!
 //! Device capacities (Xilinx product tables, DS190 Zynq-7000 and DS891
 //! Zynq UltraScale+): XC7Z045 (Cosmos+) 218,600 LUTs, 437,200 FFs, 900
@@ -82,12 +84,63 @@ fn pct(n: u64, of: u64) -> String {
     format!("{:.2}%", n as f64 * 100.0 / of as f64)
 }
 
-fn synth_one(file: &Path, block: &str, family: &str) -> Result<Resources, String> {
+/// The cells on the longest combinational path (between registers) of a
+/// synthesized block: yosys `ltp -noff`, its nodes sorted by the cell
+/// they pass through. A logic-level estimate, not a timing analysis.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Levels {
+    lut: u64,
+    carry4: u64,
+    /// Other nodes (MUXF, DSP, wiring cells).
+    other: u64,
+}
+
+/// Counts the cells of `ltp`'s path listing: `luts` and `carries` are
+/// `select -list` outputs (`module/cell` per line).
+fn parse_levels(ltp: &str, luts: &str, carries: &str) -> Levels {
+    let names = |list: &str| -> std::collections::HashSet<String> {
+        list.lines()
+            .filter_map(|l| l.split_once('/').map(|(_, c)| c.trim().to_string()))
+            .collect()
+    };
+    let (luts, carries) = (names(luts), names(carries));
+    let mut r = Levels::default();
+    let Some(at) = ltp.find("Longest topological path") else {
+        return r;
+    };
+    for line in ltp[at..].lines().skip(1) {
+        let Some(cell) = line
+            .trim_end()
+            .strip_suffix(')')
+            .and_then(|l| l.rsplit_once("(via "))
+            .map(|(_, c)| c)
+        else {
+            continue;
+        };
+        if luts.contains(cell) {
+            r.lut += 1;
+        } else if carries.contains(cell) {
+            r.carry4 += 1;
+        } else {
+            r.other += 1;
+        }
+    }
+    r
+}
+
+fn synth_one(file: &Path, block: &str, family: &str) -> Result<(Resources, Levels), String> {
     let stat = file.with_extension(format!("{family}.stat.txt"));
+    let ltp = file.with_extension(format!("{family}.ltp.txt"));
+    let luts = file.with_extension(format!("{family}.luts.txt"));
+    let carries = file.with_extension(format!("{family}.carry.txt"));
     let script = format!(
-        "read_verilog {}; synth_xilinx -flatten -family {family} -top {block}; tee -q -o {} stat",
+        "read_verilog {}; synth_xilinx -flatten -family {family} -top {block}; tee -q -o {} stat; \
+         tee -q -o {} ltp -noff; tee -q -o {} select -list t:LUT*; tee -q -o {} select -list t:CARRY*",
         file.display(),
-        stat.display()
+        stat.display(),
+        ltp.display(),
+        luts.display(),
+        carries.display()
     );
     let log = file.with_extension(format!("{family}.yosys.log"));
     let log_file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
@@ -96,8 +149,11 @@ fn synth_one(file: &Path, block: &str, family: &str) -> Result<Resources, String
             .args(["-q", "-p", &script])
             .stdout(log_file),
     )?;
-    let text = std::fs::read_to_string(&stat).map_err(|e| format!("{}: {e}", stat.display()))?;
-    Ok(parse_stat(&text))
+    let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
+    Ok((
+        parse_stat(&read(&stat)?),
+        parse_levels(&read(&ltp)?, &read(&luts)?, &read(&carries)?),
+    ))
 }
 
 /// Synthesizes every block for both families and prints the table.
@@ -107,8 +163,8 @@ pub fn synth() -> Result<(), String> {
     }
     let files = super::generate::verilog()?;
     let mut table = String::from(
-        "| block | family | device | LUT | LUTRAM/SRL | FF | CARRY | DSP | BRAM36 | LUT % | FF % | DSP % | BRAM % |\n\
-         |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| block | family | device | LUT | LUTRAM/SRL | FF | CARRY | DSP | BRAM36 | LUT % | FF % | DSP % | BRAM % | path: LUT levels / CARRY4 / other |\n\
+         |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for file in &files {
         let block = file
@@ -116,10 +172,10 @@ pub fn synth() -> Result<(), String> {
             .and_then(|s| s.to_str())
             .ok_or("bad block file name")?;
         for fam in &FAMILIES {
-            let r = synth_one(file, block, fam.family)?;
+            let (r, lv) = synth_one(file, block, fam.family)?;
             let bram36 = r.bram18.div_ceil(2);
             table.push_str(&format!(
-                "| {block} | {} | {} | {} | {} | {} | {} | {} | {}{} | {} | {} | {} | {} |\n",
+                "| {block} | {} | {} | {} | {} | {} | {} | {} | {}{} | {} | {} | {} | {} | {} / {} / {} |\n",
                 fam.family,
                 fam.device,
                 r.lut,
@@ -133,6 +189,9 @@ pub fn synth() -> Result<(), String> {
                 pct(r.ff, fam.ffs),
                 pct(r.dsp, fam.dsps),
                 pct(bram36, fam.bram36),
+                lv.lut,
+                lv.carry4,
+                lv.other,
             ));
         }
     }
@@ -146,6 +205,29 @@ pub fn synth() -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_the_cells_on_the_longest_path() {
+        let ltp = "
+Longest topological path in top (length=5):
+    0: \\a [0]
+    1: $x [1] (via $abc$1$lut_a)
+    2: $y [3] (via $alu$2.slice[0].carry4)
+    3: $z [0] (via $abc$1$lut_b)
+    4: \\q.d [2] (via $mux$7)
+";
+        let luts = "top/$abc$1$lut_a\ntop/$abc$1$lut_b\ntop/$abc$1$lut_c\n";
+        let carries = "top/$alu$2.slice[0].carry4\n";
+        assert_eq!(
+            parse_levels(ltp, luts, carries),
+            Levels {
+                lut: 2,
+                carry4: 1,
+                other: 1
+            }
+        );
+        assert_eq!(parse_levels("no path", luts, carries), Levels::default());
+    }
 
     #[test]
     fn parses_yosys_stat_cells() {
