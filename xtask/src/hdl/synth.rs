@@ -1,7 +1,9 @@
 //! `cargo xtask hdl synth`: `yosys synth_xilinx` of each block for the two
 //! boards' FPGA families, the resource table parsed from `stat`, and the
-//! cells on each block's longest path between registers (`ltp -noff`): a
-//! count of logic levels, not a timing analysis (no vendor timing here).
+//! cells on each block's longest path between registers (`ltp` over every
+//! cell but the flip-flops: `-noff` alone does not know the Xilinx FD*
+//! primitives): a count of logic levels, not a timing analysis (no vendor
+//! timing here).
 //!
 //! Device capacities (Xilinx product tables, DS190 Zynq-7000 and DS891
 //! Zynq UltraScale+): XC7Z045 (Cosmos+) 218,600 LUTs, 437,200 FFs, 900
@@ -85,25 +87,28 @@ fn pct(n: u64, of: u64) -> String {
 }
 
 /// The cells on the longest combinational path (between registers) of a
-/// synthesized block: yosys `ltp -noff`, its nodes sorted by the cell
-/// they pass through. A logic-level estimate, not a timing analysis.
+/// synthesized block: yosys `ltp` without the flip-flops, its nodes
+/// sorted by the cell they pass through. A logic-level estimate, not a
+/// timing analysis.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Levels {
     lut: u64,
+    /// MUXF7/MUXF8: a wide function's second and third stage.
+    muxf: u64,
     carry4: u64,
-    /// Other nodes (MUXF, DSP, wiring cells).
+    /// Other nodes (DSP, I/O buffers, wiring cells).
     other: u64,
 }
 
-/// Counts the cells of `ltp`'s path listing: `luts` and `carries` are
-/// `select -list` outputs (`module/cell` per line).
-fn parse_levels(ltp: &str, luts: &str, carries: &str) -> Levels {
+/// Counts the cells of `ltp`'s path listing: `luts`, `muxes` and
+/// `carries` are `select -list` outputs (`module/cell` per line).
+fn parse_levels(ltp: &str, luts: &str, muxes: &str, carries: &str) -> Levels {
     let names = |list: &str| -> std::collections::HashSet<String> {
         list.lines()
             .filter_map(|l| l.split_once('/').map(|(_, c)| c.trim().to_string()))
             .collect()
     };
-    let (luts, carries) = (names(luts), names(carries));
+    let (luts, muxes, carries) = (names(luts), names(muxes), names(carries));
     let mut r = Levels::default();
     let Some(at) = ltp.find("Longest topological path") else {
         return r;
@@ -119,6 +124,8 @@ fn parse_levels(ltp: &str, luts: &str, carries: &str) -> Levels {
         };
         if luts.contains(cell) {
             r.lut += 1;
+        } else if muxes.contains(cell) {
+            r.muxf += 1;
         } else if carries.contains(cell) {
             r.carry4 += 1;
         } else {
@@ -132,14 +139,17 @@ fn synth_one(file: &Path, block: &str, family: &str) -> Result<(Resources, Level
     let stat = file.with_extension(format!("{family}.stat.txt"));
     let ltp = file.with_extension(format!("{family}.ltp.txt"));
     let luts = file.with_extension(format!("{family}.luts.txt"));
+    let muxes = file.with_extension(format!("{family}.muxf.txt"));
     let carries = file.with_extension(format!("{family}.carry.txt"));
     let script = format!(
         "read_verilog {}; synth_xilinx -flatten -family {family} -top {block}; tee -q -o {} stat; \
-         tee -q -o {} ltp -noff; tee -q -o {} select -list t:LUT*; tee -q -o {} select -list t:CARRY*",
+         tee -q -o {} ltp -noff * t:FD* %d; tee -q -o {} select -list t:LUT*; \
+         tee -q -o {} select -list t:MUXF*; tee -q -o {} select -list t:CARRY*",
         file.display(),
         stat.display(),
         ltp.display(),
         luts.display(),
+        muxes.display(),
         carries.display()
     );
     let log = file.with_extension(format!("{family}.yosys.log"));
@@ -152,7 +162,12 @@ fn synth_one(file: &Path, block: &str, family: &str) -> Result<(Resources, Level
     let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
     Ok((
         parse_stat(&read(&stat)?),
-        parse_levels(&read(&ltp)?, &read(&luts)?, &read(&carries)?),
+        parse_levels(
+            &read(&ltp)?,
+            &read(&luts)?,
+            &read(&muxes)?,
+            &read(&carries)?,
+        ),
     ))
 }
 
@@ -163,7 +178,7 @@ pub fn synth() -> Result<(), String> {
     }
     let files = super::generate::verilog()?;
     let mut table = String::from(
-        "| block | family | device | LUT | LUTRAM/SRL | FF | CARRY | DSP | BRAM36 | LUT % | FF % | DSP % | BRAM % | path: LUT levels / CARRY4 / other |\n\
+        "| block | family | device | LUT | LUTRAM/SRL | FF | CARRY | DSP | BRAM36 | LUT % | FF % | DSP % | BRAM % | path: LUT / MUXF / CARRY4 / other |\n\
          |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for file in &files {
@@ -175,7 +190,7 @@ pub fn synth() -> Result<(), String> {
             let (r, lv) = synth_one(file, block, fam.family)?;
             let bram36 = r.bram18.div_ceil(2);
             table.push_str(&format!(
-                "| {block} | {} | {} | {} | {} | {} | {} | {} | {}{} | {} | {} | {} | {} | {} / {} / {} |\n",
+                "| {block} | {} | {} | {} | {} | {} | {} | {} | {}{} | {} | {} | {} | {} | {} / {} / {} / {} |\n",
                 fam.family,
                 fam.device,
                 r.lut,
@@ -190,6 +205,7 @@ pub fn synth() -> Result<(), String> {
                 pct(r.dsp, fam.dsps),
                 pct(bram36, fam.bram36),
                 lv.lut,
+                lv.muxf,
                 lv.carry4,
                 lv.other,
             ));
@@ -214,19 +230,25 @@ Longest topological path in top (length=5):
     1: $x [1] (via $abc$1$lut_a)
     2: $y [3] (via $alu$2.slice[0].carry4)
     3: $z [0] (via $abc$1$lut_b)
-    4: \\q.d [2] (via $mux$7)
+    4: $w [0] (via $abc$1$lut_c.mux7)
+    5: \\q.d [2] (via $iopadmap$q)
 ";
         let luts = "top/$abc$1$lut_a\ntop/$abc$1$lut_b\ntop/$abc$1$lut_c\n";
+        let muxes = "top/$abc$1$lut_c.mux7\n";
         let carries = "top/$alu$2.slice[0].carry4\n";
         assert_eq!(
-            parse_levels(ltp, luts, carries),
+            parse_levels(ltp, luts, muxes, carries),
             Levels {
                 lut: 2,
+                muxf: 1,
                 carry4: 1,
                 other: 1
             }
         );
-        assert_eq!(parse_levels("no path", luts, carries), Levels::default());
+        assert_eq!(
+            parse_levels("no path", luts, muxes, carries),
+            Levels::default()
+        );
     }
 
     #[test]
