@@ -12,7 +12,7 @@
 //! - `synth` — `yosys synth_xilinx` for `xc7` (Cosmos+ XC7Z045) and `xcup`
 //!   (Daisyplus ZU17EG); prints the resource table, with the cells on each
 //!   block's longest path between registers (yosys `ltp` without the
-//!   flip-flops: LUTs, MUXF7/8, CARRY4s, other cells), and writes it to
+//!   flip-flops: LUTs, MUXF7/8, carry cells, other cells), and writes it to
 //!   `target/hdl/resources.md`.
 
 // `gen` is a reserved keyword in edition 2024; the file keeps the task name.

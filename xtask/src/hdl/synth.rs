@@ -95,6 +95,7 @@ struct Levels {
     lut: u64,
     /// MUXF7/MUXF8: a wide function's second and third stage.
     muxf: u64,
+    /// CARRY4 (7 series) or CARRY8 (UltraScale+) cells.
     carry4: u64,
     /// Other nodes (DSP, I/O buffers, wiring cells).
     other: u64,
@@ -178,7 +179,7 @@ pub fn synth() -> Result<(), String> {
     }
     let files = super::generate::verilog()?;
     let mut table = String::from(
-        "| block | family | device | LUT | LUTRAM/SRL | FF | CARRY | DSP | BRAM36 | LUT % | FF % | DSP % | BRAM % | path: LUT / MUXF / CARRY4 / other |\n\
+        "| block | family | device | LUT | LUTRAM/SRL | FF | CARRY | DSP | BRAM36 | LUT % | FF % | DSP % | BRAM % | path: LUT / MUXF / carry / other |\n\
          |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for file in &files {
