@@ -99,17 +99,7 @@ where
     /// A failure inside the step is logged and ends the idle work, as
     /// the background step after a command does.
     pub fn idle_step(&mut self) -> bool {
-        let State {
-            ftl,
-            scratch,
-            counters,
-            ..
-        } = &mut self.state;
-        let r = crate::gc::background(&mut self.board, ftl, &mut scratch.page, counters);
-        if let Err(_e) = &r {
-            log_debug!("idle gc: status {=u16:#x}", _e.to_field());
-        }
-        r.unwrap_or(false)
+        crate::gc::background(&mut self.board, &mut self.state)
     }
 
     /// Serves commands until every queue is empty; returns how many.

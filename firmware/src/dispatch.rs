@@ -63,15 +63,7 @@ where
     }
     flush(st, board)?;
     // Background garbage collection, once the command has completed.
-    let State {
-        ftl,
-        scratch,
-        counters,
-        ..
-    } = st;
-    if let Err(_e) = crate::gc::background(board, ftl, &mut scratch.page, counters) {
-        log_debug!("background gc: status {=u16:#x}", _e.to_field());
-    }
+    crate::gc::background(board, st);
     Ok(Progress::Served)
 }
 

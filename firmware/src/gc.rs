@@ -16,6 +16,7 @@ use proto::Status;
 use crate::counters::Counters;
 use crate::flash::run_ftl_ops;
 use crate::hal::{Clock, Nand};
+use crate::state::State;
 
 /// Foreground calls before a host write gives up (each up to
 /// `max_victims` blocks): the write then fails with its own status.
@@ -35,18 +36,26 @@ fn timed<B: Nand + Clock>(
     Ok(report.victims)
 }
 
-/// One background step if the FTL wants one; true if it collected a
-/// block (more may be wanted).
-pub(crate) fn background<B: Nand + Clock>(
-    board: &mut B,
-    ftl: &mut Ftl,
-    page: &mut [u8],
-    counters: &mut Counters,
-) -> Result<bool, Status> {
+/// One background step if the FTL wants one (after a command, or while
+/// idle); true if it collected a block (more may be wanted). A failure is
+/// logged and ends the step: the command that ran before it is done.
+pub(crate) fn background<B: Nand + Clock>(board: &mut B, st: &mut State) -> bool {
+    let State {
+        ftl,
+        scratch,
+        counters,
+        ..
+    } = st;
     if !ftl.gc_wanted() {
-        return Ok(false);
+        return false;
     }
-    Ok(timed(board, ftl, page, counters, Ftl::gc_step)? > 0)
+    match timed(board, ftl, &mut scratch.page, counters, Ftl::gc_step) {
+        Ok(victims) => victims > 0,
+        Err(_e) => {
+            log_debug!("background gc: status {=u16:#x}", _e.to_field());
+            false
+        }
+    }
 }
 
 /// Foreground GC before a host write: while a die is down to its

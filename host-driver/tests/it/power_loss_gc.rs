@@ -20,7 +20,7 @@ use super::power_loss::{fresh_sequence, kv, run};
 
 /// One head of d = 64; dim pages of 8 dims, so a tail flush of the dim
 /// copy is 8 pages, not 64, on this small drive.
-const SHAPE: proto::SeqShape = proto::SeqShape {
+pub(super) const SHAPE: proto::SeqShape = proto::SeqShape {
     dim_group: 8,
     ..super::power_loss::SHAPE
 };

@@ -27,20 +27,13 @@ use host_driver::csd::{Csd, CsdError};
 use host_driver::transport::{IoData, SimTransport};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestRunner};
-use proto::{DecodeFetch, Placement, SeqClose, SeqShape, Status};
+use proto::{DecodeFetch, SeqClose, SeqShape, Status};
 
 use super::power_loss::run;
 
 const D: usize = 64;
-const SHAPE: SeqShape = SeqShape {
-    layers: 1,
-    kv_heads: 1,
-    group: 1,
-    head_dim: D as u16,
-    dim_group: 8,
-    rotated: false,
-    placement: Placement::TIME,
-};
+/// `power_loss_gc`'s one head of d = 64 with dim pages of 8 dims.
+const SHAPE: SeqShape = super::power_loss_gc::SHAPE;
 /// The sequence ids the host uses.
 const IDS: std::ops::RangeInclusive<u32> = 1..=6;
 

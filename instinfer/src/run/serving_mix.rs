@@ -32,16 +32,19 @@ pub(crate) fn pages_per_token() -> f64 {
     2.0 / 32.0 + 8.0 / 256.0
 }
 
+/// A uniform draw in (0, 1]: never 0, so its power and log are finite.
+fn unit(r: &mut SplitMix64) -> f64 {
+    (r.below(1 << 30) as f64 + 1.0) / f64::from(1u32 << 30)
+}
+
 /// A heavy-tailed length: Pareto with shape `alpha` above `min`, capped.
 pub(crate) fn pareto(r: &mut SplitMix64, min: f64, alpha: f64, cap: u32) -> u32 {
-    let u = (r.below(1 << 30) as f64 + 1.0) / f64::from(1u32 << 30);
-    ((min / u.powf(1.0 / alpha)) as u32).min(cap).max(1)
+    ((min / unit(r).powf(1.0 / alpha)) as u32).min(cap).max(1)
 }
 
 /// An exponential wait of mean `mean_ns` (Poisson arrivals).
 pub(crate) fn exponential_ns(r: &mut SplitMix64, mean_ns: f64) -> u64 {
-    let u = (r.below(1 << 30) as f64 + 1.0) / f64::from(1u32 << 30);
-    (-u.ln() * mean_ns) as u64
+    (-unit(r).ln() * mean_ns) as u64
 }
 
 /// `D` random fp16 values in about [-1.4, 1.4], as bits.

@@ -147,20 +147,8 @@ pub struct SoakReport {
     pub admission: (u64, u64),
     /// Decode outputs compared with the engine model (all equal).
     pub outputs: u64,
-    /// Requests served to their last token.
-    pub requests_done: u64,
-    /// Requests ended early by a refused or failed command.
-    pub requests_aborted: u64,
-    /// Requests that found the waiting line full.
-    pub turned_away: u64,
-    /// Session turns served.
-    pub session_turns: u64,
-    /// Sessions that reached their length and started over.
-    pub conversations: u64,
-    /// Sessions closed to make room.
-    pub evictions: u64,
-    /// Decodes of the shared prompts (one each per line of the series).
-    pub prefix_checks: u64,
+    /// What the service did.
+    pub service: ServiceCounts,
     /// Commands failed with a status (not lack of room).
     pub failed: u64,
     /// Host writes refused for lack of room.
@@ -182,6 +170,25 @@ pub struct SoakReport {
     pub bad_blocks: u64,
     /// The time series.
     pub buckets: Vec<Bucket>,
+}
+
+/// What the service did over the run.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ServiceCounts {
+    /// Requests served to their last token.
+    pub requests_done: u64,
+    /// Requests ended early by a refused or failed command.
+    pub requests_aborted: u64,
+    /// Requests that found the waiting line full.
+    pub turned_away: u64,
+    /// Session turns served.
+    pub session_turns: u64,
+    /// Sessions that reached their length and started over.
+    pub conversations: u64,
+    /// Sessions closed to make room.
+    pub evictions: u64,
+    /// Decodes of the shared prompts (one each per line of the series).
+    pub prefix_checks: u64,
 }
 
 /// Counters summed over the drive's lives.
@@ -323,13 +330,7 @@ pub fn run_soak(p: &SoakParams) -> Result<SoakReport, RunError> {
             percentile(&seen.admission_waits, 0.99),
         ),
         outputs: d.outputs,
-        requests_done: seen.requests_done,
-        requests_aborted: seen.requests_aborted,
-        turned_away: seen.turned_away,
-        session_turns: seen.session_turns,
-        conversations: seen.conversations,
-        evictions: seen.evictions,
-        prefix_checks: seen.prefix_checks,
+        service: seen.counts,
         failed: d.failed,
         no_room: d.no_room,
         dropped: d.dropped,
@@ -403,20 +404,20 @@ impl fmt::Display for SoakReport {
         writeln!(
             f,
             "service: {} requests done, {} aborted, {} turned away (one every {} s on average); {} session turns ({} sessions, {} new conversations, {} evicted for room); a decode step every {} ms per generating sequence, queue depth 1",
-            self.requests_done,
-            self.requests_aborted,
-            self.turned_away,
+            self.service.requests_done,
+            self.service.requests_aborted,
+            self.service.turned_away,
             p.request_interval_s,
-            self.session_turns,
+            self.service.session_turns,
             p.sessions,
-            self.conversations,
-            self.evictions,
+            self.service.conversations,
+            self.service.evictions,
             STEP_NS / 1_000_000
         )?;
         writeln!(
             f,
             "checks: {} decode outputs equal to attention::engine::dense_group ({} of them on the shared prompts written at the start); {} commands failed with a status; {} host writes refused for lack of room; {} sequences dropped for lack of room when taken back",
-            self.outputs, self.prefix_checks, self.failed, self.no_room, self.dropped
+            self.outputs, self.service.prefix_checks, self.failed, self.no_room, self.dropped
         )?;
         let t = &self.totals;
         writeln!(

@@ -17,7 +17,7 @@ use attention::testdata::SplitMix64;
 use super::super::RunError;
 use super::super::serving_mix::{D, exponential_ns, pages_per_token, pareto, percentile, token};
 use super::drive::{Outcome, SoakDrive, Totals};
-use super::{Bucket, SoakParams};
+use super::{Bucket, ServiceCounts, SoakParams};
 
 /// Host time between two decode steps of one sequence (the rest of the
 /// model's layers and the sampling): 30 ms.
@@ -63,13 +63,7 @@ struct Waiting {
 pub(super) struct Seen {
     pub latencies: Vec<u64>,
     pub admission_waits: Vec<u64>,
-    pub requests_done: u64,
-    pub requests_aborted: u64,
-    pub turned_away: u64,
-    pub session_turns: u64,
-    pub conversations: u64,
-    pub evictions: u64,
-    pub prefix_checks: u64,
+    pub counts: ServiceCounts,
     pub buckets: Vec<Bucket>,
     pub peak_fill: f64,
     pub fill_time_weighted: f64,
@@ -280,7 +274,7 @@ impl<'a> Service<'a> {
         let prompt = pareto(&mut self.r, 48.0, 1.3, 2048);
         let reply = pareto(&mut self.r, 8.0, 1.5, 256);
         if self.waiting.len() >= MAX_WAITING {
-            self.seen.turned_away += 1;
+            self.seen.counts.turned_away += 1;
         } else {
             self.waiting.push_back(Waiting {
                 arrived: t,
@@ -302,12 +296,12 @@ impl<'a> Service<'a> {
                 .admission_waits
                 .push(self.d.now().saturating_sub(w.arrived));
             if self.open(id)? != Outcome::Done {
-                self.seen.requests_aborted += 1;
+                self.seen.counts.requests_aborted += 1;
                 self.free_ids.push(id);
                 continue;
             }
             if self.append(id, w.prompt)? != Outcome::Done {
-                self.seen.requests_aborted += 1;
+                self.seen.counts.requests_aborted += 1;
                 self.close(id)?;
                 self.free_ids.push(id);
                 continue;
@@ -333,18 +327,18 @@ impl<'a> Service<'a> {
         if !self.d.holds(id) {
             // Dropped for lack of room when the drive took copies back.
             self.restart_session(i)?;
-            self.seen.evictions += 1;
+            self.seen.counts.evictions += 1;
         }
         let len = self.d.seqs.get(&id).map_or(0, |s| s.len()) as u32;
         if len + user + reply > self.sessions[i].limit {
             // A new conversation.
             self.restart_session(i)?;
-            self.seen.conversations += 1;
+            self.seen.counts.conversations += 1;
         } else if !self.fits(user + reply) {
             // No room: the session's KV is evicted (recomputed later by
             // the host, out of this drive's concern).
             self.restart_session(i)?;
-            self.seen.evictions += 1;
+            self.seen.counts.evictions += 1;
         }
         if !self.fits(user + reply) {
             self.sessions[i].next_turn = self.d.now() + DEFER_NS;
@@ -358,7 +352,7 @@ impl<'a> Service<'a> {
                 return Ok(());
             }
         }
-        self.seen.session_turns += 1;
+        self.seen.counts.session_turns += 1;
         self.sessions[i].generating = true;
         let ready = self.d.now();
         self.gens.push(Gen {
@@ -423,9 +417,9 @@ impl<'a> Service<'a> {
                 self.close(g.id)?;
                 self.free_ids.push(g.id);
                 if ok {
-                    self.seen.requests_done += 1;
+                    self.seen.counts.requests_done += 1;
                 } else {
-                    self.seen.requests_aborted += 1;
+                    self.seen.counts.requests_aborted += 1;
                 }
                 self.admit()?;
             }
@@ -453,7 +447,7 @@ impl<'a> Service<'a> {
                     }
                 }
             }
-            self.seen.prefix_checks += 1;
+            self.seen.counts.prefix_checks += 1;
         }
         Ok(())
     }
