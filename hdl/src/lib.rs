@@ -10,6 +10,7 @@
 //! |----------------------------|-----------------|-----------------------------------------------------------------|------------------------------|
 //! | [`NfcFilter`]              | `nfc_filter.rs` | drops unselected rows / row tails of a page as it streams past  | 1 element (16 bit) per clock |
 //! | [`ArgTopK`]                | `argtopk.rs`    | top-k of (u64 key, u32 index); larger key, ties → lower index   | 1 key per clock; n + 2·min(k,n) + 4 clocks from `start` to `done` |
+//! | [`SelectK`]                | `select_k.rs`   | top-k of any k over n ≤ 32K u64 keys (index = arrival order), radix select in block RAM; the same order and ties as `ArgTopK` | 1 key per clock in; ≈ (3 + passes)·n clocks, passes from the keys (`select_k::cycles`) |
 //! | [`FxMul`]                  | `fx_mul.rs`     | term = ±x·fx(h) in W bits (x u32, fx(h) = ±m·2^sh from `FxDecode`): the multiply stage of `GemvUnit` and `WeightedSum` | 1 term per clock; out 2 clock edges after its inputs |
 //! | [`GemvUnit`]               | `gemv.rs`       | logit = sat_i32((Σ q·fx(k) · c) >> 28) per fp16 key row, q ≤ 256 | 8 lanes (fp16) per clock; ⌈d/8⌉ clocks per row + 9 clocks latency |
 //! | [`Softmax`]                | `softmax.rs`    | Q16 logits → Q0.30 probabilities (n ≤ 8192, logits in BRAM)     | 1 logit per clock in and out; 3n + 51 clocks from `start` to `done` |
@@ -30,6 +31,7 @@
 //! | --- | --- |
 //! | [`nfc_filter`] | [`NfcFilter`]: the row filter in every NAND flash controller |
 //! | [`argtopk`] | [`ArgTopK`]: streaming top-k of (key, index) pairs |
+//! | [`select_k`] | [`SelectK`]: the top-k for any k, a radix select over keys in block RAM |
 //! | [`fx`] | [`fx::FxDecode`]: the fp16 → Fx decoder of the blocks that take fp16 values |
 //! | [`fx_mul`] | [`FxMul`]: the multiply stage (x · fx(h)) shared by the GeMV lanes and the weighted sum |
 //! | [`gemv`] | [`GemvUnit`]: the GeMV lanes of the attention kernel |
@@ -51,6 +53,7 @@ pub mod fx_mul;
 pub mod gemv;
 pub mod kernel;
 pub mod nfc_filter;
+pub mod select_k;
 pub mod sim;
 pub mod sketch_row;
 pub mod softmax;
@@ -63,14 +66,16 @@ pub use fx_mul::FxMul;
 pub use gemv::GemvUnit;
 pub use kernel::AttentionKernel;
 pub use nfc_filter::NfcFilter;
+pub use select_k::SelectK;
 pub use sketch_row::SketchRow;
 pub use softmax::Softmax;
 pub use weighted_sum::WeightedSum;
 
 /// The blocks, by name (the Verilog file stem).
-pub const BLOCKS: [&str; 10] = [
+pub const BLOCKS: [&str; 11] = [
     "nfc_filter",
     "argtopk",
+    "select_k",
     "fx_mul",
     "gemv",
     "bound_row",
@@ -111,6 +116,10 @@ fn generate(name: &'static str) -> String {
     match name {
         "nfc_filter" => verilog(NfcFilter::default(), name),
         "argtopk" => verilog(ArgTopK::<{ argtopk::SYNTH_K_MAX }>::default(), name),
+        "select_k" => verilog(
+            SelectK::<{ select_k::SYNTH_ADDR_BITS }>::default(),
+            name,
+        ),
         "fx_mul" => verilog(FxMul::<{ fx_mul::SYNTH_BITS }>::default(), name),
         "gemv" => verilog(GemvUnit::<{ gemv::SYNTH_LANES }>::default(), name),
         "bound_row" => verilog(BoundRow::<{ bound_row::SYNTH_LANES }>::default(), name),

@@ -266,6 +266,97 @@ fn verilog_argtopk_matches_model() {
     );
 }
 
+/// Selections of `hdl::SelectK`'s Verilog from its output lines ("o" per
+/// index, "d" per done), one per case.
+fn selections_of(lines: &[String]) -> Vec<Vec<u32>> {
+    let mut selections = vec![Vec::new()];
+    let mut done_clocks = Vec::new();
+    for l in &lines[..lines.len() - 1] {
+        let mut f = l.split(' ');
+        match f.next() {
+            Some("o") => {
+                let _clock = f.next();
+                let idx = u32::from_str_radix(f.next().expect("index"), 16).expect("hex");
+                selections.last_mut().expect("open").push(idx);
+            }
+            Some("d") => {
+                done_clocks.push(f.next().expect("clock").to_owned());
+                selections.push(Vec::new());
+            }
+            other => panic!("bad line {other:?}"),
+        }
+    }
+    assert!(selections.pop().is_some_and(|s| s.is_empty()));
+    selections
+}
+
+#[test]
+fn verilog_select_k_matches_model() {
+    use attention::engine::radix_plan;
+    use hdl::select_k::{self, Plan, SYNTH_N_MAX};
+    if !have_iverilog() {
+        return;
+    }
+    let mut rng = SplitMix64::new(0x5EED_00E7);
+    // Short inputs of every kind, then k from 1 to 4096 over 4096 keys,
+    // then S = 32K at k = S/8 (token keys with the local bonus).
+    let mut cases: Vec<(Vec<u64>, u16)> = (0..60 * scale())
+        .map(|_| {
+            let n = (rng.next_u64() % 300) as usize;
+            let ties = rng.next_u64() % 3;
+            let keys = (0..n)
+                .map(|_| match ties {
+                    0 => rng.next_u64() % 5,
+                    1 => rng.next_u64() >> 23,
+                    _ => rng.next_u64(),
+                })
+                .collect();
+            (keys, (rng.next_u64() % 320) as u16)
+        })
+        .collect();
+    let wide: Vec<u64> = (0..4096).map(|_| rng.next_u64() >> 23).collect();
+    for k in [1u16, 2, 33, 255, 256, 1024, 4095, 4096] {
+        cases.push((wide.clone(), k));
+    }
+    let long: Vec<u64> = (0..SYNTH_N_MAX)
+        .map(|j| (rng.next_u64() >> 34) + if j + 32 >= SYNTH_N_MAX { 1 << 40 } else { 0 })
+        .collect();
+    cases.push((long, 4096));
+    cases.push((vec![], 3));
+    cases.push((vec![7; 50], 0));
+    let plans: Vec<Plan> = cases
+        .iter()
+        .map(|(keys, k)| {
+            let p = radix_plan(keys, usize::from(*k));
+            Plan::new(p.n, p.shifts, p.passes, p.bins, usize::from(*k))
+        })
+        .collect();
+    let stim: Vec<select_k::SelectCycle> = cases
+        .iter()
+        .zip(&plans)
+        .flat_map(|((keys, k), p)| {
+            select_k::stimulus(keys, *k, select_k::cycles(p) - keys.len() as u64 - 2)
+        })
+        .collect();
+    let lines = simulate("select_k", stim.iter().map(|c| c.vector_line()));
+    let selections = selections_of(&lines);
+    assert_eq!(selections.len(), cases.len());
+    for ((keys, k), got) in cases.iter().zip(&selections) {
+        let mut want = Vec::new();
+        attention::engine::argtopk(keys, usize::from(*k), &mut want);
+        assert!(*got == want, "n = {}, k = {k}", keys.len());
+    }
+    let rust = select_k::run::<{ select_k::SYNTH_ADDR_BITS }>(&stim);
+    assert_eq!(rust.selections, selections, "Verilog differs from rust-hdl");
+    let want_clocks: Vec<usize> = plans.iter().map(|p| select_k::cycles(p) as usize).collect();
+    assert_eq!(rust.clocks, want_clocks, "clocks against the plan");
+    eprintln!(
+        "verilog select_k: {} selections (k up to 4096, S up to {SYNTH_N_MAX}), {} clocks, bit-exact",
+        cases.len(),
+        stim.len()
+    );
+}
+
 #[test]
 fn verilog_gemv_matches_model() {
     use hdl::gemv::{self, GemvQuery, SYNTH_LANES};

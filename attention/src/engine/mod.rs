@@ -94,6 +94,7 @@ mod heads;
 mod kernels;
 mod model;
 mod pages;
+mod radix;
 mod softmax;
 mod topk;
 
@@ -116,5 +117,6 @@ pub use pages::{
     shortlist_stand_ins, shortlist_union, sketch_code, sketch_level, sketch_levels, sketch_pack,
     sketch_row, sketch_rows, span_masses, summarize,
 };
+pub use radix::{DIGIT_BITS, RadixPlan, radix_plan};
 pub use softmax::{EXP2_POLY, LOG2E_Q16, P_ONE, exp2_frac, softmax, weight};
 pub use topk::{LOCAL_BONUS, argtopk, select_dims, token_keys};
