@@ -1,5 +1,5 @@
 //! `Engine`: the top level. `CH` per-channel [`NfcFilter`]s, one
-//! [`ArgTopK<64>`](ArgTopK), two [`AttentionKernel<8>`](AttentionKernel)s
+//! [`SelectK`] (top-k of any k over up to 32K keys), two [`AttentionKernel<8>`](AttentionKernel)s
 //! scheduled on demand, stream ports toward the NFCs and the DMA, and an
 //! AXI4-Lite control slave. `CH` ≤ 16; 4 for Daisyplus ([`SYNTH_CHANNELS`]).
 //!
@@ -32,9 +32,13 @@
 //! * **Kernel → DMA**: one output stream per kernel (`out0_*`, `out1_*`,
 //!   8 lanes of `Fx` per beat, ⌈d/8⌉ beats), since both may finish in the
 //!   same clock.
-//! * **ArgTopK**: `topk_valid`/`topk_key`/`topk_index`, then `topk_flush`,
-//!   in; `topk_out_valid`/`topk_out_index` (ascending) out. `start` and k
-//!   come from CTRL.TOPK_START and ARGTOPK_K.
+//! * **Top-k** ([`SelectK`]): keys in by the stream port (`topk_valid`/
+//!   `topk_key`, then `topk_flush`) or by registers (TOPK_KEY_LO, then
+//!   TOPK_KEY_HI hands the key over; CTRL.TOPK_FLUSH); a key's index is its
+//!   arrival order. The chosen indices leave ascending on
+//!   `topk_out_valid`/`topk_out_index` and stay readable through
+//!   TOPK_COUNT, TOPK_RPTR and TOPK_RESULT until the next TOPK_START.
+//!   `start` and k come from CTRL.TOPK_START and ARGTOPK_K.
 //! * `irq`: any sticky done bit (K0_DONE, K1_DONE, TOPK_DONE) is set.
 //!
 //! # Scheduling
@@ -66,14 +70,19 @@
 //! | address            | name        | access | bits                                                                 |
 //! |--------------------|-------------|--------|----------------------------------------------------------------------|
 //! | 0x000              | ID          | R      | 0x49435344 ("ICSD")                                                   |
-//! | 0x004              | VERSION     | R      | 0x00010000 (1.0)                                                     |
-//! | 0x008              | CONFIG      | R      | `[7:0]` channels, `[11:8]` kernels (2), `[15:12]` lanes (8), `[31:16]` argtopk K_MAX (64) |
-//! | 0x010              | CTRL        | W (reads 0) | `[0]` K0_START, `[1]` K1_START, `[4]` TOPK_START, `[8+c]` CHANNELS: route channel c to the started kernel (kernel 1 if both start), `[31]` SOFT_RESET |
-//! | 0x014              | STATUS      | R      | `[0]` K0_BUSY, `[1]` K1_BUSY, `[2]` K0_DONE, `[3]` K1_DONE, `[4]` K0_VREADY, `[5]` K1_VREADY, `[8]` TOPK_BUSY, `[9]` TOPK_DONE, `[12]` IDLE_VALID, `[13]` IDLE_KERNEL, `[16]` ERR |
+//! | 0x004              | VERSION     | R      | 0x00010001 (1.1)                                                     |
+//! | 0x008              | CONFIG      | R      | `[7:0]` channels, `[11:8]` kernels (2), `[15:12]` lanes (8), `[31:16]` keys the top-k unit holds (32768; any k) |
+//! | 0x010              | CTRL        | W (reads 0) | `[0]` K0_START, `[1]` K1_START, `[4]` TOPK_START, `[5]` TOPK_FLUSH, `[8+c]` CHANNELS: route channel c to the started kernel (kernel 1 if both start), `[31]` SOFT_RESET |
+//! | 0x014              | STATUS      | R      | `[0]` K0_BUSY, `[1]` K1_BUSY, `[2]` K0_DONE, `[3]` K1_DONE, `[4]` K0_VREADY, `[5]` K1_VREADY, `[8]` TOPK_BUSY, `[9]` TOPK_DONE, `[10]` TOPK_OVERFLOW, `[12]` IDLE_VALID, `[13]` IDLE_KERNEL, `[16]` ERR |
 //! | 0x020 + 0x10·k     | Kk_D        | RW     | `[8:0]` head dimension d (8..=256, a multiple of 8; else SLVERR)       |
 //! | 0x024 + 0x10·k     | Kk_S        | RW     | `[13:0]` tokens S (1..=8192)                                           |
 //! | 0x028 + 0x10·k     | Kk_SCALE    | RW     | `[31:0]` logit scale c (Q16, `dense_scale(d)`)                          |
 //! | 0x040              | ARGTOPK_K   | RW     | `[15:0]` k                                                             |
+//! | 0x044              | TOPK_KEY_LO | W (reads 0) | `[31:0]` the next key's low half (staged)                        |
+//! | 0x048              | TOPK_KEY_HI | W (reads 0) | `[31:0]` its high half; hands the key to the top-k unit          |
+//! | 0x04C              | TOPK_RESULT | R      | the chosen index at TOPK_RPTR; the read advances TOPK_RPTR             |
+//! | 0x050              | TOPK_COUNT  | R      | `[15:0]` indices the last selection took                               |
+//! | 0x054              | TOPK_RPTR   | RW     | `[15:0]` the result position (TOPK_START zeroes it)                    |
 //! | 0x400 + 0x40·c     | Cc_ROWS     | RW     | `[8:0]` rows per page (≤ 256)                                          |
 //! | 0x404 + 0x40·c     | Cc_ROW_LEN  | RW     | `[13:0]` elements per row (a multiple of 8; else SLVERR)               |
 //! | 0x408 + 0x40·c     | Cc_KEEP     | RW     | `[13:0]` elements kept per kept row                                    |
@@ -98,7 +107,7 @@
 use rust_hdl::prelude::*;
 
 use crate::nfc_filter::{LEN_BITS, ROW_BITS};
-use crate::{ArgTopK, AttentionKernel, NfcFilter, argtopk};
+use crate::{AttentionKernel, NfcFilter, SelectK, select_k};
 
 /// Channels of the synthesized top (Daisyplus).
 pub const SYNTH_CHANNELS: usize = 4;
@@ -140,8 +149,6 @@ pub struct Engine<const CH: usize> {
     pub topk_valid: Signal<In, Bit>,
     /// ArgTopK: its key.
     pub topk_key: Signal<In, Bits<64>>,
-    /// ArgTopK: its index.
-    pub topk_index: Signal<In, Bits<32>>,
     /// ArgTopK: no more pairs.
     pub topk_flush: Signal<In, Bit>,
     /// ArgTopK: a selected index leaves.
@@ -187,7 +194,7 @@ pub struct Engine<const CH: usize> {
     filt: [NfcFilter; CH],
     kern0: AttentionKernel<LANES>,
     kern1: AttentionKernel<LANES>,
-    topk: ArgTopK<{ argtopk::SYNTH_K_MAX }>,
+    topk: SelectK<{ select_k::SYNTH_ADDR_BITS }>,
     id_c: Constant<Bits<32>>,
     version_c: Constant<Bits<32>>,
     config_c: Constant<Bits<32>>,
@@ -198,6 +205,11 @@ pub struct Engine<const CH: usize> {
     ks: [DFF<Bits<14>>; 2],
     kc: [DFF<Bits<32>>; 2],
     topk_k: DFF<Bits<16>>,
+    key_lo: DFF<Bits<32>>,
+    akey: DFF<Bits<64>>,
+    akey_v: DFF<Bit>,
+    aflush: DFF<Bit>,
+    rptr: DFF<Bits<16>>,
     rows: [DFF<Bits<ROW_BITS>>; CH],
     row_len: [DFF<Bits<LEN_BITS>>; CH],
     keep: [DFF<Bits<LEN_BITS>>; CH],
@@ -258,7 +270,7 @@ impl<const CH: usize> Default for Engine<CH> {
     fn default() -> Self {
         assert!((1..=16).contains(&CH), "1 ≤ CH ≤ 16");
         let config =
-            CH as u64 | (2 << 8) | ((LANES as u64) << 12) | ((argtopk::SYNTH_K_MAX as u64) << 16);
+            CH as u64 | (2 << 8) | ((LANES as u64) << 12) | ((select_k::SYNTH_N_MAX as u64) << 16);
         Self {
             clock: Default::default(),
             nfc_start: std::array::from_fn(|_| Default::default()),
@@ -274,7 +286,6 @@ impl<const CH: usize> Default for Engine<CH> {
             out1_data: Default::default(),
             topk_valid: Default::default(),
             topk_key: Default::default(),
-            topk_index: Default::default(),
             topk_flush: Default::default(),
             topk_out_valid: Default::default(),
             topk_out_index: Default::default(),
@@ -309,6 +320,11 @@ impl<const CH: usize> Default for Engine<CH> {
             ks: Default::default(),
             kc: Default::default(),
             topk_k: Default::default(),
+            key_lo: Default::default(),
+            akey: Default::default(),
+            akey_v: Default::default(),
+            aflush: Default::default(),
+            rptr: Default::default(),
             rows: std::array::from_fn(|_| Default::default()),
             row_len: std::array::from_fn(|_| Default::default()),
             keep: std::array::from_fn(|_| Default::default()),
@@ -372,6 +388,11 @@ impl<const CH: usize> Logic for Engine<CH> {
             self,
             clock,
             topk_k,
+            key_lo,
+            akey,
+            akey_v,
+            aflush,
+            rptr,
             topk_start_p,
             topk_done_s,
             err_s,
@@ -412,6 +433,8 @@ impl<const CH: usize> Logic for Engine<CH> {
             self.mask_lo[c].d.next = self.mask_lo[c].q.val();
         }
         self.topk_start_p.d.next = false;
+        self.akey_v.d.next = false;
+        self.aflush.d.next = false;
 
         // AXI write: decode.
         self.w_take.next =
@@ -458,7 +481,10 @@ impl<const CH: usize> Logic for Engine<CH> {
                         | (self.w_word.val().index() == 12)
                         | (self.w_word.val().index() == 13)
                         | (self.w_word.val().index() == 14)
-                        | (self.w_word.val().index() == 16))));
+                        | (self.w_word.val().index() == 16)
+                        | (self.w_word.val().index() == 17)
+                        | (self.w_word.val().index() == 18)
+                        | (self.w_word.val().index() == 21))));
         self.ctrl_we.next =
             self.w_take.val() & self.w_glob.val() & (self.w_word.val().index() == 4);
         self.soft_reset.next = self.ctrl_we.val() & self.s_axi_wdata.val().get_bit(31);
@@ -556,10 +582,15 @@ impl<const CH: usize> Logic for Engine<CH> {
         self.topk.clock.next = self.clock.val();
         self.topk.start.next = self.topk_start_p.q.val();
         self.topk.k.next = self.topk_k.q.val();
-        self.topk.in_valid.next = self.topk_valid.val();
+        // Keys from the stream port, or the one TOPK_KEY_HI handed over
+        // (the stream wins a shared clock; a driver uses one or the other).
+        self.topk.in_valid.next = self.topk_valid.val() | self.akey_v.q.val();
         self.topk.in_key.next = self.topk_key.val();
-        self.topk.in_index.next = self.topk_index.val();
-        self.topk.flush.next = self.topk_flush.val();
+        if !self.topk_valid.val() {
+            self.topk.in_key.next = self.akey.q.val();
+        }
+        self.topk.flush.next = self.topk_flush.val() | self.aflush.q.val();
+        self.topk.res_addr.next = self.rptr.q.val();
         self.topk_out_valid.next = self.topk.out_valid.val();
         self.topk_out_index.next = self.topk.out_index.val();
         if self.topk.done.val() {
@@ -583,6 +614,7 @@ impl<const CH: usize> Logic for Engine<CH> {
             .replace_bit(5, self.kern1.v_ready.val())
             .replace_bit(8, self.topk.busy.val())
             .replace_bit(9, self.topk_done_s.q.val())
+            .replace_bit(10, self.topk.overflow.val())
             .replace_bit(12, self.idle.val())
             .replace_bit(13, self.busy[0].val() & !self.busy[1].val())
             .replace_bit(16, self.err_s.q.val());
@@ -610,6 +642,17 @@ impl<const CH: usize> Logic for Engine<CH> {
             if self.w_word.val().index() == 16 {
                 self.topk_k.d.next = self.s_axi_wdata.val().get_bits::<16>(0);
             }
+            if self.w_word.val().index() == 17 {
+                self.key_lo.d.next = self.s_axi_wdata.val();
+            }
+            if self.w_word.val().index() == 18 {
+                self.akey.d.next = (bit_cast::<64, 32>(self.s_axi_wdata.val()) << 32)
+                    | bit_cast::<64, 32>(self.key_lo.q.val());
+                self.akey_v.d.next = true;
+            }
+            if self.w_word.val().index() == 21 {
+                self.rptr.d.next = self.s_axi_wdata.val().get_bits::<16>(0);
+            }
         }
         if self.ctrl_we.val() & !self.soft_reset.val() {
             for k in 0..2 {
@@ -628,6 +671,10 @@ impl<const CH: usize> Logic for Engine<CH> {
             }
             if self.s_axi_wdata.val().get_bit(4) {
                 self.topk_start_p.d.next = true;
+                self.rptr.d.next = 0.into();
+            }
+            if self.s_axi_wdata.val().get_bit(5) {
+                self.aflush.d.next = true;
             }
         }
         for c in 0..CH {
@@ -720,7 +767,7 @@ impl<const CH: usize> Logic for Engine<CH> {
                     | (self.r_word.val().index() == 12)
                     | (self.r_word.val().index() == 13)
                     | (self.r_word.val().index() == 14)
-                    | (self.r_word.val().index() == 16)));
+                    | ((self.r_word.val().index() >= 16) & (self.r_word.val().index() <= 21))));
         if self.r_glob.val() {
             if self.r_word.val().index() == 0 {
                 self.r_mux.next = self.id_c.val();
@@ -755,6 +802,18 @@ impl<const CH: usize> Logic for Engine<CH> {
             if self.r_word.val().index() == 16 {
                 self.r_mux.next = bit_cast::<32, 16>(self.topk_k.q.val());
             }
+            if self.r_word.val().index() == 19 {
+                self.r_mux.next = self.topk.res_index.val();
+            }
+            if self.r_word.val().index() == 20 {
+                self.r_mux.next = bit_cast::<32, 16>(self.topk.selected.val());
+            }
+            if self.r_word.val().index() == 21 {
+                self.r_mux.next = bit_cast::<32, 16>(self.rptr.q.val());
+            }
+        }
+        if self.r_take.val() & self.r_glob.val() & (self.r_word.val().index() == 19) {
+            self.rptr.d.next = self.rptr.q.val() + 1;
         }
         if self.r_take.val() {
             self.rvalid.d.next = true;
@@ -788,6 +847,8 @@ impl<const CH: usize> Logic for Engine<CH> {
                 self.mask_lo[c].d.next = 0.into();
             }
             self.topk_k.d.next = 0.into();
+            self.key_lo.d.next = 0.into();
+            self.rptr.d.next = 0.into();
             self.topk_done_s.d.next = false;
             self.err_s.d.next = false;
         }
@@ -865,8 +926,6 @@ pub mod cosim {
         pub topk_valid: bool,
         /// `topk_key`.
         pub topk_key: u64,
-        /// `topk_index`.
-        pub topk_index: u32,
         /// `topk_flush`.
         pub topk_flush: bool,
         /// `s_axi_awvalid`.
@@ -894,7 +953,7 @@ pub mod cosim {
         pub fn vector_line(&self) -> String {
             let b = u8::from;
             format!(
-                "{:x} {:x} {:032x} {:032x} {:032x} {:032x} {:x} {:x} {:02x} {:08x} {:x} {:016x} {:08x} {:x} \
+                "{:x} {:x} {:032x} {:032x} {:032x} {:032x} {:x} {:x} {:02x} {:08x} {:x} {:016x} {:x} \
                  {:x} {:03x} {:x} {:08x} {:x} {:x} {:x} {:03x} {:x}",
                 self.nfc_start,
                 self.nfc_valid,
@@ -908,7 +967,6 @@ pub mod cosim {
                 self.q_data,
                 b(self.topk_valid),
                 self.topk_key,
-                self.topk_index,
                 b(self.topk_flush),
                 b(self.awvalid),
                 self.awaddr,
@@ -961,7 +1019,6 @@ pub mod cosim {
             u.q_data.next = u64::from(x.q_data).into();
             u.topk_valid.next = x.topk_valid;
             u.topk_key.next = x.topk_key.into();
-            u.topk_index.next = u64::from(x.topk_index).into();
             u.topk_flush.next = x.topk_flush;
             u.s_axi_awvalid.next = x.awvalid;
             u.s_axi_awaddr.next = u64::from(x.awaddr).into();

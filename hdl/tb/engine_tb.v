@@ -2,7 +2,7 @@
 //
 // Reads one line per clock from +vectors=<file> (hex):
 //   nfc_start[3:0] nfc_valid[3:0] nfc_data0..3 (128-bit beats) q_we q_kernel q_addr q_data
-//   topk_valid topk_key topk_index topk_flush awvalid awaddr wvalid wdata
+//   topk_valid topk_key topk_flush awvalid awaddr wvalid wdata
 //   wstrb bready arvalid araddr rready
 // applies it, gives one rising edge, and after the edge (the sampling point
 // of hdl::sim::tick) writes one line per clock to +out=<file> (hex):
@@ -22,7 +22,6 @@ module engine_tb;
     reg [31:0] q_data = 32'd0;
     reg topk_valid = 1'b0;
     reg [63:0] topk_key = 64'd0;
-    reg [31:0] topk_index = 32'd0;
     reg topk_flush = 1'b0;
     reg awvalid = 1'b0, wvalid = 1'b0, bready = 1'b0, arvalid = 1'b0, rready = 1'b0;
     reg [11:0] awaddr = 12'd0, araddr = 12'd0;
@@ -50,7 +49,7 @@ module engine_tb;
         .out1_valid(out1_valid),
         .out1_data$0(p0), .out1_data$1(p1), .out1_data$2(p2), .out1_data$3(p3),
         .out1_data$4(p4), .out1_data$5(p5), .out1_data$6(p6), .out1_data$7(p7),
-        .topk_valid(topk_valid), .topk_key(topk_key), .topk_index(topk_index),
+        .topk_valid(topk_valid), .topk_key(topk_key),
         .topk_flush(topk_flush), .topk_out_valid(topk_out_valid),
         .topk_out_index(topk_out_index), .irq(irq),
         .s_axi_awvalid(awvalid), .s_axi_awready(awready), .s_axi_awaddr(awaddr),
@@ -65,9 +64,9 @@ module engine_tb;
     reg [8*1024-1:0] vec_path, out_path;
 
     task read_line;
-        n = $fscanf(fin, "%h %h %h %h %h %h %h %h %h %h %h %h %h %h %h %h %h %h %h %h %h %h %h\n",
+        n = $fscanf(fin, "%h %h %h %h %h %h %h %h %h %h %h %h %h %h %h %h %h %h %h %h %h %h\n",
                     nfc_start, nfc_valid, nd0, nd1, nd2, nd3, q_we, q_kernel, q_addr, q_data,
-                    topk_valid, topk_key, topk_index, topk_flush, awvalid, awaddr, wvalid, wdata,
+                    topk_valid, topk_key, topk_flush, awvalid, awaddr, wvalid, wdata,
                     wstrb, bready, arvalid, araddr, rready);
     endtask
 
@@ -84,7 +83,7 @@ module engine_tb;
         end
         t = 0;
         read_line;
-        while (n == 23) begin
+        while (n == 22) begin
             #1 clock = 1'b1;
             #1 clock = 1'b0;
             $fwrite(fout, "%h %h %h %h %h %h %h %h", awready, wready, bvalid,

@@ -18,8 +18,9 @@
 
 /// Value of the read-only ID register: "ICSD".
 pub const ID: u32 = 0x4943_5344;
-/// Value of the read-only VERSION register: 1.0.
-pub const VERSION: u32 = 0x0001_0000;
+/// Value of the read-only VERSION register: 1.1 (1.1 added the top-k
+/// key and result registers; a 1.0 driver still works).
+pub const VERSION: u32 = 0x0001_0001;
 /// Byte-address bits of the slave (a 4 KiB window).
 pub const ADDR_BITS: usize = 12;
 
@@ -37,6 +38,19 @@ pub mod reg {
     pub const STATUS: u32 = 0x014;
     /// ARGTOPK_K.
     pub const ARGTOPK_K: u32 = 0x040;
+    /// TOPK_KEY_LO: bits 31..0 of the next key (staged).
+    pub const TOPK_KEY_LO: u32 = 0x044;
+    /// TOPK_KEY_HI: bits 63..32 of the next key; the write hands the key
+    /// to the top-k unit.
+    pub const TOPK_KEY_HI: u32 = 0x048;
+    /// TOPK_RESULT: the selected index at TOPK_RPTR; the read advances
+    /// TOPK_RPTR.
+    pub const TOPK_RESULT: u32 = 0x04C;
+    /// TOPK_COUNT: indices the last selection took.
+    pub const TOPK_COUNT: u32 = 0x050;
+    /// TOPK_RPTR: the result position TOPK_RESULT reads (TOPK_START
+    /// zeroes it).
+    pub const TOPK_RPTR: u32 = 0x054;
     /// Kernel k's D.
     pub const fn k_d(k: u32) -> u32 {
         0x020 + 0x10 * k
@@ -83,6 +97,9 @@ pub mod bit {
     }
     /// CTRL: start the argtopk unit.
     pub const TOPK_START: u32 = 1 << 4;
+    /// CTRL: no more keys; the top-k unit selects (after the keys given
+    /// through TOPK_KEY_HI or the key stream).
+    pub const TOPK_FLUSH: u32 = 1 << 5;
     /// CTRL: route channel c to the started kernel.
     pub const fn channel(c: u32) -> u32 {
         1 << (8 + c)
@@ -105,6 +122,9 @@ pub mod bit {
     pub const TOPK_BUSY: u32 = 1 << 8;
     /// STATUS: argtopk done (sticky).
     pub const TOPK_DONE: u32 = 1 << 9;
+    /// STATUS: a key arrived with the top-k unit full (until the next
+    /// TOPK_START).
+    pub const TOPK_OVERFLOW: u32 = 1 << 10;
     /// STATUS: some kernel is idle.
     pub const IDLE_VALID: u32 = 1 << 12;
     /// STATUS: the lowest idle kernel.
@@ -128,8 +148,9 @@ pub mod config {
     pub const fn lanes(config: u32) -> u32 {
         (config >> 12) & 0xF
     }
-    /// `[31:16]`: largest k of the argtopk unit.
-    pub const fn k_max(config: u32) -> u32 {
+    /// `[31:16]`: keys the top-k unit holds (any k; k ≥ n takes them
+    /// all). A 1.0 engine (`ArgTopK<64>`) put its largest k here.
+    pub const fn topk_keys(config: u32) -> u32 {
         config >> 16
     }
 }
@@ -190,6 +211,11 @@ mod tests {
             reg::CTRL,
             reg::STATUS,
             reg::ARGTOPK_K,
+            reg::TOPK_KEY_LO,
+            reg::TOPK_KEY_HI,
+            reg::TOPK_RESULT,
+            reg::TOPK_COUNT,
+            reg::TOPK_RPTR,
         ]
         .into();
         for k in 0..limit::KERNELS {
@@ -213,11 +239,11 @@ mod tests {
 
     #[test]
     fn config_fields_decode() {
-        let config = (64 << 16) | (8 << 12) | (2 << 8) | 4;
+        let config = (32768 << 16) | (8 << 12) | (2 << 8) | 4;
         assert_eq!(config::channels(config), 4);
         assert_eq!(config::kernels(config), 2);
         assert_eq!(config::lanes(config), 8);
-        assert_eq!(config::k_max(config), 64);
+        assert_eq!(config::topk_keys(config), 32768);
     }
 
     #[test]
@@ -236,6 +262,7 @@ mod tests {
             bit::k_start(0),
             bit::k_start(1),
             bit::TOPK_START,
+            bit::TOPK_FLUSH,
             bit::SOFT_RESET,
         ]
         .into_iter()

@@ -38,7 +38,7 @@ struct Tb {
     t: usize,
     nfc: [VecDeque<NfcIn>; CH],
     q: VecDeque<(u8, u8, i32)>,
-    topk: VecDeque<(bool, u64, u32, bool)>,
+    topk: VecDeque<(bool, u64, bool)>,
     out: [Vec<Vec<i32>>; 2],
     done_at: [Vec<usize>; 2],
     start_at: [Vec<usize>; 2],
@@ -78,10 +78,9 @@ impl Tb {
         self.uut.q_kernel.next = u64::from(k).into();
         self.uut.q_addr.next = u64::from(a).into();
         self.uut.q_data.next = u64::from(v as u32).into();
-        let (valid, key, index, flush) = self.topk.pop_front().unwrap_or_default();
+        let (valid, key, flush) = self.topk.pop_front().unwrap_or_default();
         self.uut.topk_valid.next = valid;
         self.uut.topk_key.next = key.into();
-        self.uut.topk_index.next = u64::from(index).into();
         self.uut.topk_flush.next = flush;
         crate::sim::tick(self.uut.as_mut(), |u| &mut u.clock);
         let u = &self.uut;
@@ -354,7 +353,7 @@ fn engine_registers_body() {
     assert_eq!(tb.read(reg::VERSION), VERSION);
     assert_eq!(
         tb.read(reg::CONFIG),
-        CH as u32 | 2 << 8 | 8 << 12 | 64 << 16
+        CH as u32 | 2 << 8 | 8 << 12 | 32768 << 16
     );
     assert_eq!(tb.read(reg::STATUS), bit::IDLE_VALID, "idle, kernel 0 next");
     assert_eq!(tb.read(reg::CTRL), 0);
@@ -385,7 +384,7 @@ fn engine_registers_body() {
     for a in [
         0x00C,
         0x018,
-        0x044,
+        0x058,
         0x100,
         0x3FC,
         0x410,
@@ -572,15 +571,59 @@ fn engine_argtopk_matches_model_body() {
         tb.write(reg::CTRL, bit::TOPK_START);
         assert_ne!(tb.read(reg::STATUS) & bit::TOPK_BUSY, 0);
         tb.topk_out.clear();
-        for (j, &key) in keys.iter().enumerate() {
-            tb.topk.push_back((true, key, j as u32, false));
+        for &key in &keys {
+            tb.topk.push_back((true, key, false));
         }
-        tb.topk.push_back((false, 0, 0, true));
+        tb.topk.push_back((false, 0, true));
         tb.drain();
         tb.wait_status(bit::TOPK_DONE);
         let mut want = Vec::new();
-        model_argtopk(&keys, usize::from(k).min(64), &mut want);
+        model_argtopk(&keys, usize::from(k), &mut want);
         assert_eq!(tb.topk_out, want, "n = {n}, k = {k}");
+    }
+}
+
+#[test]
+fn engine_topk_through_registers_matches_model() {
+    big_stack(engine_topk_through_registers_body);
+}
+
+/// Keys written through TOPK_KEY_LO/HI, CTRL.TOPK_FLUSH, the result read
+/// back through TOPK_COUNT/RPTR/RESULT: what a CPU without a key stream
+/// does (the OpenSSD boards' driver).
+fn engine_topk_through_registers_body() {
+    let mut tb = Tb::new();
+    let mut rng = SplitMix64::new(0xE0_2002);
+    for (n, k) in [(600usize, 75u16), (300, 300), (90, 1), (20, 0)] {
+        let keys: Vec<u64> = (0..n)
+            .map(|j| match j % 3 {
+                0 => rng.next_u64(),
+                1 => rng.next_u64() >> 30,
+                _ => rng.next_u64() % 7,
+            })
+            .collect();
+        tb.write(reg::ARGTOPK_K, u32::from(k));
+        tb.write(reg::CTRL, bit::TOPK_START);
+        tb.topk_out.clear();
+        for &key in &keys {
+            tb.write(reg::TOPK_KEY_LO, key as u32);
+            tb.write(reg::TOPK_KEY_HI, (key >> 32) as u32);
+        }
+        tb.write(reg::CTRL, bit::TOPK_FLUSH);
+        tb.wait_status(bit::TOPK_DONE);
+        let mut want = Vec::new();
+        model_argtopk(&keys, usize::from(k), &mut want);
+        assert_eq!(tb.topk_out, want, "stream out, n = {n}, k = {k}");
+        assert_eq!(tb.read(reg::TOPK_COUNT) as usize, want.len());
+        assert_eq!(tb.read(reg::STATUS) & bit::TOPK_OVERFLOW, 0);
+        let back: Vec<u32> = (0..want.len()).map(|_| tb.read(reg::TOPK_RESULT)).collect();
+        assert_eq!(back, want, "read back, n = {n}, k = {k}");
+        assert_eq!(tb.read(reg::TOPK_RPTR) as usize, want.len());
+        // The pointer can be set back to reread.
+        if !want.is_empty() {
+            tb.write(reg::TOPK_RPTR, want.len() as u32 - 1);
+            assert_eq!(tb.read(reg::TOPK_RESULT), want[want.len() - 1]);
+        }
     }
 }
 
@@ -613,4 +656,46 @@ fn engine_short_beat_sets_err_body() {
     assert_ne!(tb.read(reg::STATUS) & bit::ERR, 0, "short beat flagged");
     tb.write(reg::CTRL, bit::SOFT_RESET);
     assert_eq!(tb.read(reg::STATUS) & bit::ERR, 0, "cleared by soft reset");
+}
+
+/// The engine's register window as the OpenSSD boards' driver sees it.
+struct Window<'a>(&'a mut Tb);
+
+impl board_openssd::mmio::Regs for Window<'_> {
+    fn read32(&mut self, offset: usize) -> u32 {
+        self.0.read(offset as u32)
+    }
+
+    fn write32(&mut self, offset: usize, value: u32) {
+        self.0.write(offset as u32, value);
+    }
+}
+
+#[test]
+fn the_boards_driver_runs_the_top_k_on_the_engine() {
+    big_stack(the_boards_driver_runs_the_top_k_body);
+}
+
+/// `board_openssd`'s `HwEngine::top_k` against this engine, clock by
+/// clock: the firmware's top-k on the OpenSSD boards, for SparF's k = S/8
+/// and the dims' small k.
+fn the_boards_driver_runs_the_top_k_body() {
+    use board_openssd::engine::HwEngine;
+    let mut tb = Tb::new();
+    let mut hw = HwEngine::probe(Window(&mut tb)).expect("probe");
+    assert_eq!(hw.config().topk_keys, 32768);
+    let mut rng = SplitMix64::new(0xB0A2D);
+    // Token keys (Q0.30 sums, the last 4 with the local bonus) for S = 512
+    // at k = S/8 and S/16, and dim keys (Σ|q|) for d = 64 at r = 16.
+    let token: Vec<u64> = (0..512)
+        .map(|j| (rng.next_u64() >> 36) + if j >= 508 { 1 << 40 } else { 0 })
+        .collect();
+    let dims: Vec<u64> = (0..64).map(|_| rng.next_u64() >> 34).collect();
+    for (keys, k) in [(&token, 64usize), (&token, 32), (&dims, 16), (&dims, 64)] {
+        let mut got = Vec::new();
+        hw.top_k(keys, k, &mut got).expect("top-k on the engine");
+        let mut want = Vec::new();
+        model_argtopk(keys, k, &mut want);
+        assert_eq!(got, want, "n = {}, k = {k}", keys.len());
+    }
 }

@@ -66,7 +66,7 @@ pub fn main(sub: Option<&str>) -> Result<(), String> {
         Some("gen") => generate::verilog().map(drop),
         Some("lint") => lint::lint(),
         Some("sim") => sim::sim(),
-        Some("synth") => synth::synth(),
-        _ => Err("usage: cargo xtask hdl <gen|lint|sim|synth>".into()),
+        Some("synth") => synth::synth(&std::env::args().skip(3).collect::<Vec<_>>()),
+        _ => Err("usage: cargo xtask hdl <gen|lint|sim|synth [block…]>".into()),
     }
 }

@@ -172,8 +172,9 @@ fn synth_one(file: &Path, block: &str, family: &str) -> Result<(Resources, Level
     ))
 }
 
-/// Synthesizes every block for both families and prints the table.
-pub fn synth() -> Result<(), String> {
+/// Synthesizes the named blocks (every block when none is named) for both
+/// families and prints the table.
+pub fn synth(only: &[String]) -> Result<(), String> {
     if !super::have("yosys") {
         return Err("yosys not found (apt install yosys)".into());
     }
@@ -187,6 +188,9 @@ pub fn synth() -> Result<(), String> {
             .file_stem()
             .and_then(|s| s.to_str())
             .ok_or("bad block file name")?;
+        if !only.is_empty() && !only.iter().any(|b| b == block) {
+            continue;
+        }
         for fam in &FAMILIES {
             let (r, lv) = synth_one(file, block, fam.family)?;
             let bram36 = r.bram18.div_ceil(2);

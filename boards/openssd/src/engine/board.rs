@@ -1,8 +1,16 @@
-//! [`BoardEngine`]: the [`Engine`] of an OpenSSD board — today the engine
-//! model in software ([`SoftEngine`]), with the hardware engine probed and
-//! held for the streaming path.
+//! [`BoardEngine`]: the [`Engine`] of an OpenSSD board — the top-k on the
+//! hardware engine's top-k unit when the bitstream has one, the other
+//! operations in the engine model in software ([`SoftEngine`]).
 //!
-//! Why software: the four `Engine` operations hand the engine rows that are
+//! The top-k runs on the hardware for every k and up to the unit's key
+//! capacity (CONFIG; 32K in the synthesized engine): the keys go in
+//! through the key registers and the result comes back through the
+//! result registers ([`HwEngine::top_k`]), bit for bit `argtopk`. More keys
+//! than the unit holds, a 1.0 engine (no key registers) or a driver error
+//! fall back to software, which gives the same indices; the counters say
+//! how often ([`BoardEngine::topk_counts`]).
+//!
+//! Why the rest is in software: the other `Engine` operations hand the engine rows that are
 //! already in DRAM (the filtered pages the NAND driver returned), while the
 //! hardware engine takes its data only from streams: page beats from the
 //! NAND controllers into the channel filters, the query from a DMA port,
@@ -12,9 +20,8 @@
 //! and output ports, so nothing a CPU can drive feeds the kernels. Until
 //! that path exists (and the firmware core schedules whole jobs onto it),
 //! every operation runs in software, bit-exact by construction (it is
-//! `attention::engine`). Even then some work stays in software: the
-//! SparF approximate-score pass has no hardware kernel, and the argtopk
-//! unit takes k ≤ K_MAX (64 in the synthesized engine; CONFIG says).
+//! `attention::engine`). Even then the SparF approximate-score pass stays
+//! in software: it has no hardware kernel.
 //!
 //! The hardware engine is still probed at start-up (ID, VERSION, CONFIG)
 //! so the firmware knows whether the bitstream carries it, and
@@ -39,12 +46,26 @@ pub enum Fallback {
     NotPresent(EngineError),
 }
 
+/// How the top-k selections ran.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TopKCounts {
+    /// On the hardware unit.
+    pub hardware: u64,
+    /// In software: no unit, or more keys than it holds.
+    pub software: u64,
+    /// In software after the driver failed.
+    pub errors: u64,
+    /// The last driver error.
+    pub last_error: Option<EngineError>,
+}
+
 /// The board's engine; see the module docs.
 #[derive(Debug)]
 pub struct BoardEngine<R> {
     hw: Option<HwEngine<R>>,
     fallback: Fallback,
     soft: SoftEngine,
+    topk: TopKCounts,
 }
 
 impl<R: Regs> BoardEngine<R> {
@@ -55,11 +76,13 @@ impl<R: Regs> BoardEngine<R> {
                 hw: Some(hw),
                 fallback: Fallback::NoStreamPath,
                 soft: SoftEngine::default(),
+                topk: TopKCounts::default(),
             },
             Err(e) => Self {
                 hw: None,
                 fallback: Fallback::NotPresent(e),
                 soft: SoftEngine::default(),
+                topk: TopKCounts::default(),
             },
         }
     }
@@ -69,7 +92,12 @@ impl<R: Regs> BoardEngine<R> {
         self.hw.as_mut()
     }
 
-    /// Why the `Engine` operations run in software.
+    /// How the top-k selections ran.
+    pub fn topk_counts(&self) -> TopKCounts {
+        self.topk
+    }
+
+    /// Why the `Engine` operations other than the top-k run in software.
     pub fn fallback(&self) -> Fallback {
         self.fallback
     }
@@ -80,7 +108,7 @@ impl<R: Regs> BoardEngine<R> {
     }
 }
 
-impl<R> Engine for BoardEngine<R> {
+impl<R: Regs> Engine for BoardEngine<R> {
     fn logits(&mut self, job: LogitJob<'_>) {
         self.soft.logits(job);
     }
@@ -90,6 +118,22 @@ impl<R> Engine for BoardEngine<R> {
     }
 
     fn argtopk(&mut self, keys: &[u64], k: usize, out: &mut Vec<u32>) {
+        if let Some(hw) = self.hw.as_mut()
+            && keys.len() <= hw.config().topk_keys as usize
+        {
+            match hw.top_k(keys, k, out) {
+                Ok(()) => {
+                    self.topk.hardware += 1;
+                    return;
+                }
+                Err(e) => {
+                    self.topk.errors += 1;
+                    self.topk.last_error = Some(e);
+                }
+            }
+        } else {
+            self.topk.software += 1;
+        }
         self.soft.argtopk(keys, k, out);
     }
 

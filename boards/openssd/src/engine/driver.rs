@@ -8,6 +8,8 @@
 //! polls STATUS. Every value is checked against what the slave accepts
 //! before it is written, so a driver error never becomes a silent SLVERR.
 
+use alloc::vec::Vec;
+
 use engine_regs::{bit, config, limit, reg};
 use firmware::hal::{FILTER_BEAT_BYTES, RowFilter};
 
@@ -23,8 +25,9 @@ pub struct EngineConfig {
     pub kernels: u32,
     /// GeMV lanes per kernel.
     pub lanes: u32,
-    /// Largest k of the argtopk unit.
-    pub k_max: u32,
+    /// Keys the top-k unit holds (any k), 0 for a 1.0 engine, whose
+    /// `ArgTopK<64>` had no register path for keys.
+    pub topk_keys: u32,
 }
 
 /// One kernel job's parameters.
@@ -38,6 +41,12 @@ pub struct KernelJob {
     /// attention.
     pub scale: u32,
 }
+
+/// The first VERSION with the top-k key and result registers.
+pub const TOPK_REGS_VERSION: u32 = 0x0001_0001;
+
+/// The largest k ARGTOPK_K holds.
+pub const MAX_K: u32 = 0xFFFF;
 
 /// Default spin budget of [`HwEngine::wait`] (STATUS reads).
 pub const DEFAULT_SPINS: u32 = 10_000_000;
@@ -77,7 +86,11 @@ impl<R: Regs> HwEngine<R> {
             channels: config::channels(c),
             kernels: config::kernels(c),
             lanes: config::lanes(c),
-            k_max: config::k_max(c),
+            topk_keys: if version >= TOPK_REGS_VERSION {
+                config::topk_keys(c)
+            } else {
+                0
+            },
         };
         if config.channels == 0
             || config.channels > limit::MAX_CHANNELS
@@ -209,16 +222,63 @@ impl<R: Regs> HwEngine<R> {
         Ok(())
     }
 
-    /// Starts the argtopk unit for the top `k` keys (k ≤ K_MAX).
+    /// Starts the top-k unit for the top `k` keys (1..=0xFFFF, the
+    /// ARGTOPK_K field; keys then come from the stream port or
+    /// [`Self::push_key`]).
     pub fn start_topk(&mut self, k: u32) -> Result<(), EngineError> {
-        if k == 0 || k > self.config.k_max {
-            return Err(EngineError::TopKTooLarge {
-                k,
-                max: self.config.k_max,
-            });
+        if k == 0 || k > MAX_K {
+            return Err(EngineError::TopKTooLarge { k, max: MAX_K });
         }
         self.regs.write32(reg::ARGTOPK_K as usize, k);
         self.regs.write32(reg::CTRL as usize, bit::TOPK_START);
+        Ok(())
+    }
+
+    /// Hands one key to the top-k unit through TOPK_KEY_LO/HI.
+    pub fn push_key(&mut self, key: u64) {
+        self.regs.write32(reg::TOPK_KEY_LO as usize, key as u32);
+        self.regs.write32(reg::TOPK_KEY_HI as usize, (key >> 32) as u32);
+    }
+
+    /// The indices of the `k` largest `keys`, ascending, ties to the lower
+    /// index (`attention::engine::argtopk`), selected by the engine's top-k
+    /// unit: the keys go in through the key registers, the result comes
+    /// back through TOPK_COUNT and TOPK_RESULT. Refused without changing
+    /// `out` when the unit cannot hold the keys; a unit that overflows or
+    /// takes another count than min(k, n) is a hardware error.
+    pub fn top_k(&mut self, keys: &[u64], k: usize, out: &mut Vec<u32>) -> Result<(), EngineError> {
+        let max = self.config.topk_keys;
+        let n = u32::try_from(keys.len())
+            .ok()
+            .filter(|&n| n <= max)
+            .ok_or(EngineError::TooManyKeys {
+                n: keys.len(),
+                max,
+            })?;
+        out.clear();
+        if k == 0 {
+            return Ok(());
+        }
+        // k ≥ n takes every key; n ≤ the capacity fits ARGTOPK_K's 16 bits.
+        let k = u32::try_from(k).unwrap_or(u32::MAX).min(n.max(1)).min(MAX_K);
+        self.start_topk(k)?;
+        for &key in keys {
+            self.push_key(key);
+        }
+        self.regs.write32(reg::CTRL as usize, bit::TOPK_FLUSH);
+        let status = self.wait(bit::TOPK_DONE)?;
+        if status & bit::TOPK_OVERFLOW != 0 {
+            return Err(EngineError::Hardware { status });
+        }
+        let count = self.regs.read32(reg::TOPK_COUNT as usize);
+        if count != k.min(n) {
+            return Err(EngineError::TopKCount { count, want: k.min(n) });
+        }
+        self.regs.write32(reg::TOPK_RPTR as usize, 0);
+        out.reserve(count as usize);
+        for _ in 0..count {
+            out.push(self.regs.read32(reg::TOPK_RESULT as usize));
+        }
         Ok(())
     }
 

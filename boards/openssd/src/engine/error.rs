@@ -38,12 +38,27 @@ pub enum EngineError {
     },
     /// The kernel is running.
     Busy(u32),
-    /// k is 0 or above the argtopk unit's K_MAX.
+    /// k is 0 or above what ARGTOPK_K holds.
     TopKTooLarge {
         /// Requested k.
         k: u32,
-        /// K_MAX from CONFIG.
+        /// The largest k.
         max: u32,
+    },
+    /// More keys than the top-k unit holds (0 on a 1.0 engine, which has
+    /// no key registers).
+    TooManyKeys {
+        /// Keys offered.
+        n: usize,
+        /// Keys the unit holds (CONFIG).
+        max: u32,
+    },
+    /// The top-k unit took another number of indices than min(k, n).
+    TopKCount {
+        /// TOPK_COUNT.
+        count: u32,
+        /// min(k, n).
+        want: u32,
     },
     /// STATUS.ERR is set.
     Hardware {

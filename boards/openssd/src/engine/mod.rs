@@ -9,6 +9,6 @@ mod error;
 #[cfg(test)]
 mod tests;
 
-pub use board::{BoardEngine, Fallback};
-pub use driver::{DEFAULT_SPINS, EngineConfig, HwEngine, KernelJob, mask_halves};
+pub use board::{BoardEngine, Fallback, TopKCounts};
+pub use driver::{DEFAULT_SPINS, EngineConfig, HwEngine, KernelJob, MAX_K, TOPK_REGS_VERSION, mask_halves};
 pub use error::EngineError;

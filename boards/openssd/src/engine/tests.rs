@@ -11,24 +11,42 @@ use super::*;
 use crate::fake::{Access, Plain, Recorder, RegisterModel};
 
 /// The slave as far as the driver can tell: ID, VERSION, CONFIG, a
-/// scripted STATUS sequence (the last value repeats), plain RW registers.
+/// scripted STATUS sequence (the last value repeats), plain RW registers,
+/// and the top-k unit's registers over the engine model's selection
+/// (`hdl`'s tests run the driver against the real unit).
 struct Slave {
     id: u32,
     version: u32,
     config: u32,
     status: Vec<u32>,
     plain: Plain,
+    topk: TopKRegs,
+}
+
+/// The top-k registers' state in [`Slave`].
+#[derive(Default)]
+struct TopKRegs {
+    k: u32,
+    key_lo: u32,
+    keys: Vec<u64>,
+    result: Vec<u32>,
+    rptr: usize,
+    done: bool,
+    /// Added to TOPK_COUNT (a faulty unit).
+    count_skew: u32,
 }
 
 impl Slave {
-    /// 4 channels, 2 kernels, 8 lanes, K_MAX 64: the synthesized engine.
+    /// 4 channels, 2 kernels, 8 lanes, 32K top-k keys: the synthesized
+    /// engine.
     fn synthesized() -> Self {
         Self {
             id: engine_regs::ID,
             version: engine_regs::VERSION,
-            config: 64 << 16 | 8 << 12 | 2 << 8 | 4,
+            config: 32768 << 16 | 8 << 12 | 2 << 8 | 4,
             status: vec![bit::IDLE_VALID],
             plain: Plain::default(),
+            topk: TopKRegs::default(),
         }
     }
 }
@@ -40,17 +58,42 @@ impl RegisterModel for Slave {
             reg::VERSION => self.version,
             reg::CONFIG => self.config,
             reg::STATUS => {
-                if self.status.len() > 1 {
+                let s = if self.status.len() > 1 {
                     self.status.remove(0)
                 } else {
                     self.status[0]
-                }
+                };
+                s | if self.topk.done { bit::TOPK_DONE } else { 0 }
+            }
+            reg::TOPK_COUNT => self.topk.result.len() as u32 + self.topk.count_skew,
+            reg::TOPK_RESULT => {
+                let r = self.topk.result.get(self.topk.rptr).copied().unwrap_or(0);
+                self.topk.rptr += 1;
+                r
             }
             _ => self.plain.read(offset),
         }
     }
 
     fn write(&mut self, offset: usize, value: u32) {
+        let t = &mut self.topk;
+        match offset as u32 {
+            reg::ARGTOPK_K => t.k = value & 0xFFFF,
+            reg::TOPK_KEY_LO => t.key_lo = value,
+            reg::TOPK_KEY_HI => t.keys.push(u64::from(value) << 32 | u64::from(t.key_lo)),
+            reg::TOPK_RPTR => t.rptr = value as usize,
+            reg::CTRL if value & bit::TOPK_START != 0 => {
+                t.keys.clear();
+                t.result.clear();
+                t.rptr = 0;
+                t.done = false;
+            }
+            reg::CTRL if value & bit::TOPK_FLUSH != 0 => {
+                SoftEngine::default().argtopk(&t.keys, t.k as usize, &mut t.result);
+                t.done = true;
+            }
+            _ => {}
+        }
         self.plain.write(offset, value);
     }
 }
@@ -80,7 +123,7 @@ fn probe_reads_the_instance_from_config() {
             channels: 4,
             kernels: 2,
             lanes: 8,
-            k_max: 64
+            topk_keys: 32768
         }
     );
 }
@@ -214,16 +257,79 @@ fn start_routes_channels_and_refuses_a_busy_kernel() {
 }
 
 #[test]
-fn topk_respects_k_max() {
+fn start_topk_takes_what_argtopk_k_holds() {
     let mut e = engine(Slave::synthesized());
-    e.start_topk(64).expect("k = K_MAX");
+    e.start_topk(4096).expect("k = S/8 at 32K");
     assert_eq!(
         writes(&mut e),
-        [(reg::ARGTOPK_K, 64), (reg::CTRL, bit::TOPK_START)]
+        [(reg::ARGTOPK_K, 4096), (reg::CTRL, bit::TOPK_START)]
     );
+    for k in [0, 0x1_0000] {
+        assert_eq!(
+            e.start_topk(k),
+            Err(EngineError::TopKTooLarge { k, max: 0xFFFF })
+        );
+    }
+}
+
+#[test]
+fn top_k_goes_through_the_key_and_result_registers() {
+    let mut e = engine(Slave::synthesized());
+    let keys: Vec<u64> = (0..300u64).map(|i| (i * 7919 % 301) << 33 | i).collect();
+    let mut got = Vec::new();
+    e.top_k(&keys, 40, &mut got).expect("top-k");
+    let mut want = Vec::new();
+    SoftEngine::default().argtopk(&keys, 40, &mut want);
+    assert_eq!(got, want);
+    let w = writes(&mut e);
+    assert_eq!(w[..2], [(reg::ARGTOPK_K, 40), (reg::CTRL, bit::TOPK_START)]);
+    assert_eq!(w[2], (reg::TOPK_KEY_LO, keys[0] as u32));
+    assert_eq!(w[3], (reg::TOPK_KEY_HI, (keys[0] >> 32) as u32));
+    assert_eq!(w.len(), 2 + 2 * keys.len() + 2, "start, keys, flush, pointer");
+    assert_eq!(w[w.len() - 2], (reg::CTRL, bit::TOPK_FLUSH));
+    // k ≥ n asks for n; k = 0 touches nothing.
+    e.regs_mut().clear_log();
+    e.top_k(&keys[..5], 9, &mut got).expect("all");
+    assert_eq!(got, [0, 1, 2, 3, 4]);
+    assert_eq!(writes(&mut e)[0], (reg::ARGTOPK_K, 5));
+    e.regs_mut().clear_log();
+    e.top_k(&keys, 0, &mut got).expect("none");
+    assert!(got.is_empty() && writes(&mut e).is_empty());
+}
+
+#[test]
+fn top_k_refuses_what_the_unit_cannot_do() {
+    // More keys than CONFIG says the unit holds: refused, nothing written.
+    let mut small = engine(Slave {
+        config: 100 << 16 | 8 << 12 | 2 << 8 | 4,
+        ..Slave::synthesized()
+    });
+    let keys = vec![1u64; 101];
+    let mut out = vec![7];
     assert_eq!(
-        e.start_topk(65),
-        Err(EngineError::TopKTooLarge { k: 65, max: 64 })
+        small.top_k(&keys, 3, &mut out),
+        Err(EngineError::TooManyKeys { n: 101, max: 100 })
+    );
+    assert_eq!(out, [7]);
+    assert!(writes(&mut small).is_empty());
+    // A 1.0 engine has no key registers.
+    let old = engine(Slave {
+        version: 0x0001_0000,
+        config: 64 << 16 | 8 << 12 | 2 << 8 | 4,
+        ..Slave::synthesized()
+    });
+    assert_eq!(old.config().topk_keys, 0);
+    // A unit that reports a wrong count is a hardware error.
+    let mut bad = engine(Slave {
+        topk: TopKRegs {
+            count_skew: 1,
+            ..TopKRegs::default()
+        },
+        ..Slave::synthesized()
+    });
+    assert_eq!(
+        bad.top_k(&keys, 3, &mut out),
+        Err(EngineError::TopKCount { count: 4, want: 3 })
     );
 }
 
@@ -302,12 +408,52 @@ fn the_board_engine_computes_what_the_model_computes() {
         });
     }
     assert_eq!(out_board, out_soft);
-    let keys: Vec<u64> = (0..100u64).map(|i| (i * 7919) % 101).collect();
-    let (mut a, mut b) = (Vec::new(), Vec::new());
-    board.argtopk(&keys, 10, &mut a);
-    soft.argtopk(&keys, 10, &mut b);
-    assert_eq!(a, b);
     assert_eq!(board.work(), soft.work, "the same work is counted");
+    // The top-k runs on the unit (here the slave model), with every k.
+    let keys: Vec<u64> = (0..1000u64).map(|i| (i * 7919) % 1009).collect();
+    for k in [1, 10, 125, 999, 1000, 4000] {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        board.argtopk(&keys, k, &mut a);
+        soft.argtopk(&keys, k, &mut b);
+        assert_eq!(a, b, "k = {k}");
+    }
+    let c = board.topk_counts();
+    assert_eq!((c.hardware, c.software, c.errors), (6, 0, 0));
+}
+
+#[test]
+fn the_board_engine_falls_back_to_software_for_the_top_k() {
+    let keys: Vec<u64> = (0..200u64).map(|i| i % 13).collect();
+    let mut want = Vec::new();
+    SoftEngine::default().argtopk(&keys, 20, &mut want);
+    // A 1.0 engine, a unit too small, a faulty unit: the same indices.
+    let slaves = [
+        Slave {
+            version: 0x0001_0000,
+            ..Slave::synthesized()
+        },
+        Slave {
+            config: 100 << 16 | 8 << 12 | 2 << 8 | 4,
+            ..Slave::synthesized()
+        },
+        Slave {
+            topk: TopKRegs {
+                count_skew: 1,
+                ..TopKRegs::default()
+            },
+            ..Slave::synthesized()
+        },
+    ];
+    let mut counts = Vec::new();
+    for slave in slaves {
+        let mut board = BoardEngine::probe(Recorder::new(slave));
+        let mut got = Vec::new();
+        board.argtopk(&keys, 20, &mut got);
+        assert_eq!(got, want);
+        let c = board.topk_counts();
+        counts.push((c.hardware, c.software, c.errors));
+    }
+    assert_eq!(counts, [(0, 1, 0), (0, 1, 0), (0, 0, 1)]);
 }
 
 #[test]
