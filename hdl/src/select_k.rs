@@ -42,7 +42,8 @@
 //! # Cycles
 //!
 //! From the `start` clock to the `done` clock inclusive, for the plan of
-//! the keys ([`cycles`]; measured in the tests): 1 (start) + n + 1 (flush)
+//! the keys (`attention::engine::RadixPlan::clocks`, which the tests
+//! check clock for clock): 1 (start) + n + 1 (flush)
 //! + 1 (setup, then `done` at once when k = 0); when 0 < k < n, shifts + 1
 //! (normalise) and per pass n + 7 (pass start, n reads, the read and
 //! histogram pipeline drains, scan start and end, decide) plus its bins
@@ -59,57 +60,6 @@ pub const SYNTH_ADDR_BITS: usize = 15;
 pub const SYNTH_N_MAX: usize = 1 << SYNTH_ADDR_BITS;
 /// Histogram bins (8-bit digits).
 const BINS: usize = 256;
-
-/// The figures of a selection the clock count depends on: those of
-/// `attention::engine::RadixPlan` (this crate imports the model only in
-/// its tests).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Plan {
-    /// Keys.
-    pub n: u32,
-    /// Normalising shifts.
-    pub shifts: u32,
-    /// Histogram passes.
-    pub passes: u32,
-    /// Bins scanned over all passes.
-    pub bins: u32,
-    /// Whether the emit pass runs (k > 0).
-    pub emit: bool,
-    /// Whether the unit normalises and makes passes (0 < k < n).
-    pub search: bool,
-}
-
-impl Plan {
-    /// The figures of `attention::engine::RadixPlan` (keys, shifts,
-    /// passes, bins) for a selection of `k`.
-    pub fn new(n: u32, shifts: u32, passes: u32, bins: u32, k: usize) -> Self {
-        Self {
-            n,
-            shifts,
-            passes,
-            bins,
-            emit: k > 0,
-            search: k > 0 && k < n as usize,
-        }
-    }
-}
-
-/// Clocks from `start` to `done` inclusive for a plan (see the module
-/// docs; measured in the tests).
-pub fn cycles(p: &Plan) -> u64 {
-    let n = u64::from(p.n);
-    let search = if p.search {
-        u64::from(p.shifts) + 1 + u64::from(p.passes) * (n + 7) + u64::from(p.bins)
-    } else {
-        0
-    };
-    let emit = match (p.emit, n) {
-        (false, _) => 0,
-        (true, 0) => 1,
-        (true, n) => n + 2,
-    };
-    n + 3 + search + emit
-}
 
 /// The unit's phase.
 #[derive(Copy, Clone, PartialEq, Eq, Debug, LogicState)]
@@ -577,8 +527,8 @@ impl SelectCycle {
 }
 
 /// The clocks of one selection: `start` with `k`, one key per clock,
-/// `flush`, then `idle` clocks with nothing on the inputs (enough for
-/// [`cycles`] of the plan).
+/// `flush`, then `idle` clocks with nothing on the inputs (enough for the
+/// unit's clocks, `RadixPlan::clocks`).
 pub fn stimulus(keys: &[u64], k: u16, idle: u64) -> Vec<SelectCycle> {
     let mut out = vec![SelectCycle {
         start: true,

@@ -292,8 +292,8 @@ fn selections_of(lines: &[String]) -> Vec<Vec<u32>> {
 
 #[test]
 fn verilog_select_k_matches_model() {
-    use attention::engine::radix_plan;
-    use hdl::select_k::{self, Plan, SYNTH_N_MAX};
+    use attention::engine::{RadixPlan, radix_plan};
+    use hdl::select_k::{self, SYNTH_N_MAX};
     if !have_iverilog() {
         return;
     }
@@ -324,18 +324,15 @@ fn verilog_select_k_matches_model() {
     cases.push((long, 4096));
     cases.push((vec![], 3));
     cases.push((vec![7; 50], 0));
-    let plans: Vec<Plan> = cases
+    let plans: Vec<RadixPlan> = cases
         .iter()
-        .map(|(keys, k)| {
-            let p = radix_plan(keys, usize::from(*k));
-            Plan::new(p.n, p.shifts, p.passes, p.bins, usize::from(*k))
-        })
+        .map(|(keys, k)| radix_plan(keys, usize::from(*k)))
         .collect();
     let stim: Vec<select_k::SelectCycle> = cases
         .iter()
         .zip(&plans)
         .flat_map(|((keys, k), p)| {
-            select_k::stimulus(keys, *k, select_k::cycles(p) - keys.len() as u64 - 2)
+            select_k::stimulus(keys, *k, p.clocks() - keys.len() as u64 - 2)
         })
         .collect();
     let lines = simulate("select_k", stim.iter().map(|c| c.vector_line()));
@@ -348,7 +345,7 @@ fn verilog_select_k_matches_model() {
     }
     let rust = select_k::run::<{ select_k::SYNTH_ADDR_BITS }>(&stim);
     assert_eq!(rust.selections, selections, "Verilog differs from rust-hdl");
-    let want_clocks: Vec<usize> = plans.iter().map(|p| select_k::cycles(p) as usize).collect();
+    let want_clocks: Vec<usize> = plans.iter().map(|p| p.clocks() as usize).collect();
     assert_eq!(rust.clocks, want_clocks, "clocks against the plan");
     eprintln!(
         "verilog select_k: {} selections (k up to 4096, S up to {SYNTH_N_MAX}), {} clocks, bit-exact",

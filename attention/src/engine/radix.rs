@@ -43,6 +43,8 @@ pub struct RadixPlan {
     pub bins: u32,
     /// Whether the emit pass runs (k > 0).
     pub emit: bool,
+    /// Whether the unit normalises and makes passes (0 < k < n).
+    pub search: bool,
     /// Bits of the final prefix (the top bits of a key).
     pub mask: u64,
     /// The final prefix, in place (`key & mask` is compared with it).
@@ -52,6 +54,26 @@ pub struct RadixPlan {
 }
 
 impl RadixPlan {
+    /// Clocks of the hardware unit (`hdl::SelectK`, 8-bit digits) from
+    /// its `start` clock to its `done` clock inclusive, as measured in its
+    /// co-simulation: 1 (start) + n + 1 (flush) + 1 (setup); when
+    /// 0 < k < n, shifts + 1 and per pass n + 7 plus its bins; then, when
+    /// k > 0, n + 2 (emit) or 1 with no keys.
+    pub fn clocks(&self) -> u64 {
+        let n = u64::from(self.n);
+        let search = if self.search {
+            u64::from(self.shifts) + 1 + u64::from(self.passes) * (n + 7) + u64::from(self.bins)
+        } else {
+            0
+        };
+        let emit = match (self.emit, n) {
+            (false, _) => 0,
+            (true, 0) => 1,
+            (true, n) => n + 2,
+        };
+        n + 3 + search + emit
+    }
+
     /// Whether the plan takes the key at this point of the emit pass, given
     /// how many keys equal to the prefix were taken before it.
     pub fn takes(&self, key: u64, ties_taken: u32) -> bool {
@@ -99,6 +121,7 @@ pub fn radix_plan(keys: &[u64], k: usize) -> RadixPlan {
         plan.need = n;
         return plan;
     }
+    plan.search = true;
     let key0 = keys[0];
     let diff = keys.iter().fold(0u64, |d, &x| d | (x ^ key0));
     plan.shifts = diff.leading_zeros();

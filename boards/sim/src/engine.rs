@@ -4,16 +4,19 @@
 //!
 //! Cycle model: the per-unit cycle counts are the ones measured in
 //! co-simulation of the rust-hdl blocks in `hdl/` (GemvUnit, Softmax,
-//! ArgTopK); how many GeMV units work in parallel is a model choice.
+//! SelectK); how many GeMV units work in parallel is a model choice.
 //! - GeMV (logits, weighted sums): each dot product or value row of width
 //!   w takes ⌈w / L⌉ beats on a `GemvUnit<L>` (L = 8, one beat per clock,
 //!   measured), `units` of them share the work (model choice: 8 units =
 //!   64 lanes), plus the unit's pipeline latency (9 clocks, measured);
 //! - softmax: `3·n + 51` clocks for n logits (measured: load/max, weigh
 //!   and sum, a 33-step divider, emit);
-//! - argtopk: `n + 2·min(k, n) + 4` clocks (measured on `ArgTopK<64>`; the
-//!   unit in `hdl/` holds 64 entries, larger k needs a larger or different
-//!   unit — the timing is extrapolated with the same formula).
+//! - top-k: the clocks of `SelectK` (the engine's radix select, any k over
+//!   up to 32K keys) for the keys at hand, `RadixPlan::clocks` of
+//!   `attention::engine::radix_plan` (co-simulated clock for clock): about
+//!   (3 + passes)·n, the passes (usually 1–3) from the keys. More keys than
+//!   the unit holds are charged as consecutive selections of its capacity
+//!   (the firmware never asks for that: S ≤ 32K).
 //!
 //! An engine operation starts at `max(now, engine free)` and runs while the
 //! core goes on: the engine consumes page data as the NFCs stream it, and
@@ -23,6 +26,7 @@
 //! [`SimEngine::sync`] before outputs leave the device (DMA writes,
 //! completions).
 
+use attention::engine::radix_plan;
 use firmware::hal::{Engine, LogitJob, SoftEngine, WeightedSumJob};
 
 use crate::clock::{Resource, VirtualClock};
@@ -45,8 +49,8 @@ pub struct EngineModel {
     pub softmax_cycles_per_elem: u64,
     /// Softmax fixed clocks per call: 51 (measured: pipelines + divider).
     pub softmax_latency_cycles: u64,
-    /// Argtopk fixed clocks per call: 4 (measured).
-    pub topk_latency_cycles: u64,
+    /// Keys the top-k unit holds: 32768 (`SelectK<15>`).
+    pub topk_keys: usize,
 }
 
 impl Default for EngineModel {
@@ -58,7 +62,7 @@ impl Default for EngineModel {
             gemv_fill_cycles: 9,
             softmax_cycles_per_elem: 3,
             softmax_latency_cycles: 51,
-            topk_latency_cycles: 4,
+            topk_keys: 1 << 15,
         }
     }
 }
@@ -93,9 +97,19 @@ impl EngineModel {
             EngineUnit::Softmax => {
                 self.softmax_cycles_per_elem * work.softmax_elems + self.softmax_latency_cycles
             }
-            EngineUnit::TopK if work.topk_keys == 0 => 0,
-            EngineUnit::TopK => work.topk_keys + 2 * work.topk_selected + self.topk_latency_cycles,
+            // Data-dependent: see `topk_cycles`.
+            EngineUnit::TopK => 0,
         }
+    }
+
+    /// Clocks of the top-k unit selecting `k` of `keys`.
+    pub fn topk_cycles(&self, keys: &[u64], k: usize) -> u64 {
+        if keys.is_empty() {
+            return radix_plan(keys, k).clocks();
+        }
+        keys.chunks(self.topk_keys.max(1))
+            .map(|c| radix_plan(c, k).clocks())
+            .sum()
     }
 
     /// Nanoseconds of `cycles`, rounded up.
@@ -171,7 +185,9 @@ impl SimEngine {
         k: usize,
         out: &mut Vec<u32>,
     ) {
-        self.timed(clock, EngineUnit::TopK, true, |e| e.argtopk(keys, k, out));
+        self.soft.argtopk(keys, k, out);
+        let cycles = self.model.topk_cycles(keys, k);
+        self.charge(clock, cycles, true);
     }
 
     /// See [`Engine::weighted_sum`].
@@ -195,6 +211,12 @@ impl SimEngine {
         let after = self.work();
         let delta = after.since(&before);
         let cycles = self.model.cycles(unit, delta);
+        self.charge(clock, cycles, wait);
+    }
+
+    /// Reserves the engine for `cycles` from now; the clock follows when
+    /// the core waits for the result.
+    fn charge(&mut self, clock: &mut VirtualClock, cycles: u64, wait: bool) {
         self.cycles += cycles;
         let (_, end) = self
             .unit
@@ -232,18 +254,23 @@ mod tests {
             (10 * 13usize).div_ceil(8) as u64 + 9
         );
         assert_eq!(m.cycles(EngineUnit::Gemv, EngineWork::default()), 0);
-        // Softmax 3n + 51, argtopk n + 2·min(k, n) + 4 (hdl/ co-simulation).
+        // Softmax 3n + 51 (hdl/ co-simulation).
         let s = EngineWork {
             softmax_elems: 4096,
             ..EngineWork::default()
         };
         assert_eq!(m.cycles(EngineUnit::Softmax, s), 3 * 4096 + 51);
-        let t = EngineWork {
-            topk_keys: 1000,
-            topk_selected: 64,
-            ..EngineWork::default()
-        };
-        assert_eq!(m.cycles(EngineUnit::TopK, t), 1000 + 128 + 4);
+        // Top-k: SelectK's clocks for the keys. 1000 distinct keys below
+        // 2^10: 54 shifts, one 8-bit pass (256 bins) then a 2-bit one.
+        let keys: Vec<u64> = (0..1000u64).map(|i| (i * 7919) % 1000).collect();
+        let p = radix_plan(&keys, 63);
+        assert_eq!((p.shifts, p.passes, p.bins), (54, 2, 256 + 4));
+        let want = 3 + 1000 + (54 + 1) + 2 * (1000 + 7) + 260 + 1000 + 2;
+        assert_eq!(m.topk_cycles(&keys, 63), want);
+        // k = 64 ends after the first pass: the 16 top bins hold exactly it.
+        assert_eq!(radix_plan(&keys, 64).passes, 1);
+        assert_eq!(m.topk_cycles(&keys, 0), 1003);
+        assert_eq!(m.topk_cycles(&[], 5), 4);
         assert_eq!(m.cycles_ns(285), 1_000);
     }
 
@@ -291,7 +318,7 @@ mod tests {
         assert_eq!(idx.len(), 10);
         assert_eq!(
             e.busy_ns() - b1,
-            EngineModel::default().cycles_ns(500 + 2 * 10 + 4)
+            EngineModel::default().cycles_ns(radix_plan(&(0..500u64).collect::<Vec<_>>(), 10).clocks())
         );
         assert_eq!(clock.now_ns(), e.busy_ns());
         // More work, then a sync before outputs leave.

@@ -1,16 +1,14 @@
 //! SelectK against `attention::engine::argtopk`, bit for bit, and its
-//! clocks against [`cycles`] of `attention::engine::radix_plan`'s plan.
+//! clocks against `attention::engine::RadixPlan::clocks`.
 
 use super::*;
-use attention::engine::{argtopk as model_argtopk, radix_plan};
+use attention::engine::{RadixPlan, argtopk as model_argtopk, radix_plan};
 use attention::testdata::SplitMix64;
 
 const A: usize = SYNTH_ADDR_BITS;
 
-/// The plan of `keys`/`k` as this crate's clock model takes it.
-pub(crate) fn plan(keys: &[u64], k: usize) -> Plan {
-    let p = radix_plan(keys, k);
-    Plan::new(p.n, p.shifts, p.passes, p.bins, k)
+fn plan(keys: &[u64], k: usize) -> RadixPlan {
+    radix_plan(keys, k)
 }
 
 fn model(keys: &[u64], k: usize) -> Vec<u32> {
@@ -26,7 +24,7 @@ fn check(cases: &[(Vec<u64>, u16)]) {
         .iter()
         .flat_map(|(keys, k)| {
             let p = plan(keys, usize::from(*k));
-            stimulus(keys, *k, cycles(&p) - keys.len() as u64 - 2)
+            stimulus(keys, *k, p.clocks() - keys.len() as u64 - 2)
         })
         .collect();
     let run = run::<A>(&stim);
@@ -41,11 +39,11 @@ fn check(cases: &[(Vec<u64>, u16)]) {
             model(keys, k).len()
         );
         let p = plan(keys, k);
-        assert_eq!(run.clocks[i] as u64, cycles(&p), "case {i}: clocks, {p:?}");
+        assert_eq!(run.clocks[i] as u64, p.clocks(), "case {i}: clocks, {p:?}");
     }
 }
 
-pub(crate) fn random_keys(rng: &mut SplitMix64, n: usize) -> Vec<u64> {
+fn random_keys(rng: &mut SplitMix64, n: usize) -> Vec<u64> {
     match rng.next_u64() % 5 {
         // Few distinct values: many ties.
         0 => (0..n).map(|_| rng.next_u64() % 4).collect(),
@@ -123,7 +121,7 @@ fn select_k_start_mid_pass_clears_the_histogram() {
     stim.extend(std::iter::repeat_n(SelectCycle::default(), 120));
     let short: Vec<u64> = (0..3u64).collect();
     let p = plan(&short, 1);
-    stim.extend(stimulus(&short, 1, cycles(&p) + 300));
+    stim.extend(stimulus(&short, 1, p.clocks() + 300));
     let run = run::<A>(&stim);
     assert_eq!(run.selections, vec![model(&short, 1)]);
 }
@@ -155,7 +153,7 @@ fn select_k_result_port_reads_the_selection_back() {
     let mut rng = SplitMix64::new(7);
     let keys = random_keys(&mut rng, 500);
     let p = plan(&keys, 60);
-    for c in stimulus(&keys, 60, cycles(&p)) {
+    for c in stimulus(&keys, 60, p.clocks()) {
         uut.drive(&c);
         crate::sim::tick(&mut uut, |u| &mut u.clock);
     }
