@@ -131,17 +131,36 @@ pub struct SelectK<const A: usize> {
     rd: DFF<Bits<16>>,
     v1: DFF<Bit>,
     i1: DFF<Bits<16>>,
+    v2: DFF<Bit>,
+    i2: DFF<Bits<16>>,
+    key_r: DFF<Bits<64>>,
+    v3: DFF<Bit>,
+    i3: DFF<Bits<16>>,
+    gt3: DFF<Bit>,
+    eq3: DFF<Bit>,
+    bin3: DFF<Bits<8>>,
     h_v: DFF<Bit>,
     h_bin: DFF<Bits<8>>,
     h_p: DFF<Bit>,
-    w_v: DFF<Bit>,
-    w_bin: DFF<Bits<8>>,
-    w_val: DFF<Bits<16>>,
+    hd: DFF<Bits<16>>,
+    g_v: DFF<Bit>,
+    g_p: DFF<Bit>,
+    g_bin: DFF<Bits<8>>,
+    fw1: DFF<Bit>,
+    fw2: DFF<Bit>,
+    w1_v: DFF<Bit>,
+    w1_bin: DFF<Bits<8>>,
+    w1_val: DFF<Bits<16>>,
+    w2_v: DFF<Bit>,
+    w2_bin: DFF<Bits<8>>,
+    w2_val: DFF<Bits<16>>,
     sb: DFF<Bits<9>>,
     sb_go: DFF<Bit>,
     s_v: DFF<Bit>,
     s_bin: DFF<Bits<8>>,
-    cum: DFF<Bits<16>>,
+    s_v2: DFF<Bit>,
+    s_bin2: DFF<Bits<8>>,
+    rem: DFF<Bits<16>>,
     found: DFF<Bit>,
     bstar: DFF<Bits<8>>,
     bcount: DFF<Bits<16>>,
@@ -155,6 +174,7 @@ pub struct SelectK<const A: usize> {
     clr: DFF<Bits<9>>,
     cap: Constant<Bits<16>>,
     one: Constant<Bits<64>>,
+    ones: Constant<Bits<64>>,
     msb: Constant<Bits<64>>,
     issue: Signal<Local, Bit>,
     key: Signal<Local, Bits<64>>,
@@ -164,9 +184,9 @@ pub struct SelectK<const A: usize> {
     count_now: Signal<Local, Bits<16>>,
     tie_ok: Signal<Local, Bit>,
     take: Signal<Local, Bit>,
-    width: Signal<Local, Bits<7>>,
+    width: DFF<Bits<4>>,
+    top_bin: DFF<Bits<9>>,
     sp_next: Signal<Local, Bits<7>>,
-    need_new: Signal<Local, Bits<16>>,
     clr_m1: Signal<Local, Bits<9>>,
     shifted: Signal<Local, Bits<64>>,
 }
@@ -206,17 +226,36 @@ impl<const A: usize> Default for SelectK<A> {
             rd: Default::default(),
             v1: Default::default(),
             i1: Default::default(),
+            v2: Default::default(),
+            i2: Default::default(),
+            key_r: Default::default(),
+            v3: Default::default(),
+            i3: Default::default(),
+            gt3: Default::default(),
+            eq3: Default::default(),
+            bin3: Default::default(),
             h_v: Default::default(),
             h_bin: Default::default(),
             h_p: Default::default(),
-            w_v: Default::default(),
-            w_bin: Default::default(),
-            w_val: Default::default(),
+            hd: Default::default(),
+            g_v: Default::default(),
+            g_p: Default::default(),
+            g_bin: Default::default(),
+            fw1: Default::default(),
+            fw2: Default::default(),
+            w1_v: Default::default(),
+            w1_bin: Default::default(),
+            w1_val: Default::default(),
+            w2_v: Default::default(),
+            w2_bin: Default::default(),
+            w2_val: Default::default(),
             sb: Default::default(),
             sb_go: Default::default(),
             s_v: Default::default(),
             s_bin: Default::default(),
-            cum: Default::default(),
+            s_v2: Default::default(),
+            s_bin2: Default::default(),
+            rem: Default::default(),
             found: Default::default(),
             bstar: Default::default(),
             bcount: Default::default(),
@@ -230,6 +269,7 @@ impl<const A: usize> Default for SelectK<A> {
             clr: Default::default(),
             cap: Constant::new((1u64 << A).into()),
             one: Constant::new(1u64.into()),
+            ones: Constant::new(u64::MAX.into()),
             msb: Constant::new((1u64 << 63).into()),
             issue: Default::default(),
             key: Default::default(),
@@ -240,8 +280,8 @@ impl<const A: usize> Default for SelectK<A> {
             tie_ok: Default::default(),
             take: Default::default(),
             width: Default::default(),
+            top_bin: Default::default(),
             sp_next: Default::default(),
-            need_new: Default::default(),
             clr_m1: Default::default(),
             shifted: Default::default(),
         }
@@ -258,8 +298,8 @@ impl<const A: usize> Logic for SelectK<A> {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, k_r, n, key0, diff, s, sp, pmask, pval, need, rd, v1, i1, h_v,
-            h_bin, h_p, w_v, w_bin, w_val, sb, sb_go, s_v, s_bin, cum, found, bstar, bcount, wp, eqt,
+            self, clock, state, k_r, n, key0, diff, s, sp, pmask, pval, need, rd, v1, i1, v2, i2, key_r, v3, i3, gt3, eq3, bin3, h_v,
+            h_bin, h_p, hd, g_v, g_p, g_bin, fw1, fw2, w1_v, w1_bin, w1_val, w2_v, w2_bin, w2_val, sb, sb_go, s_v, s_bin, s_v2, s_bin2, rem, width, top_bin, found, bstar, bcount, wp, eqt,
             out_v, out_i, done_r, ovf, dirty, clr
         );
         self.keys.read_clock.next = self.clock.val();
@@ -292,15 +332,25 @@ impl<const A: usize> Logic for SelectK<A> {
         self.v1.d.next = self.issue.val();
         self.i1.d.next = self.rd.q.val();
 
-        // The key read last clock, against the prefix.
-        self.key.next = self.keys.read_data.val();
+        // The key read two clocks ago, registered off the RAM, against the
+        // prefix; the comparisons and the digit registered again (stage 3)
+        // before the histogram and the emit decision use them.
+        self.v2.d.next = self.v1.q.val();
+        self.i2.d.next = self.i1.q.val();
+        self.key_r.d.next = self.keys.read_data.val();
+        self.key.next = self.key_r.q.val();
         self.masked.next = self.key.val() & self.pmask.q.val();
-        self.cand.next = self.masked.val() == self.pval.q.val();
         self.shifted.next = (self.key.val() & !self.pmask.q.val()) >> self.sp.q.val();
-        self.bin.next = self.shifted.val().get_bits::<8>(0);
+        self.v3.d.next = self.v2.q.val();
+        self.i3.d.next = self.i2.q.val();
+        self.gt3.d.next = self.masked.val() > self.pval.q.val();
+        self.eq3.d.next = self.masked.val() == self.pval.q.val();
+        self.bin3.d.next = self.shifted.val().get_bits::<8>(0);
+        self.cand.next = self.eq3.q.val();
+        self.bin.next = self.bin3.q.val();
         self.tie_ok.next = self.eqt.q.val() < self.need.q.val();
-        self.take.next = self.v1.q.val()
-            & ((self.masked.val() > self.pval.q.val()) | (self.cand.val() & self.tie_ok.val()));
+        self.take.next =
+            self.v3.q.val() & (self.gt3.q.val() | (self.cand.val() & self.tie_ok.val()));
 
         // Key writes: Collect stores keys, Emit the chosen indices.
         self.keys.write_enable.next = false;
@@ -310,24 +360,48 @@ impl<const A: usize> Logic for SelectK<A> {
         // Histogram: Hist reads the bin of each candidate and writes it
         // back plus one (forwarding the last write for back-to-back keys
         // in one bin); Scan reads from `sb` and clears what it read.
+        // The RAM's output is registered (`hd`) before anything uses it, so
+        // a read-modify-write spans two edges: the count read for a key
+        // misses the two writes before it, which are forwarded (`w1` the
+        // last, `w2` the one before).
+        self.hd.d.next = self.hist.read_data.val();
         self.hist.read_address.next = self.bin.val();
         self.hist.write_enable.next = false;
-        self.hist.write_address.next = self.h_bin.q.val();
-        self.count_now.next = self.hist.read_data.val();
-        if self.w_v.q.val() & (self.w_bin.q.val() == self.h_bin.q.val()) {
-            self.count_now.next = self.w_val.q.val();
+        self.hist.write_address.next = self.g_bin.q.val();
+        // Which write to forward is decided a stage early: the key ahead
+        // (stage g now) writes next edge and becomes `w1`; `w1` becomes
+        // `w2`.
+        self.fw1.d.next = self.g_v.q.val() & (self.g_bin.q.val() == self.h_bin.q.val());
+        self.fw2.d.next = self.w1_v.q.val() & (self.w1_bin.q.val() == self.h_bin.q.val());
+        self.count_now.next = self.hd.q.val();
+        if self.fw2.q.val() {
+            self.count_now.next = self.w2_val.q.val();
+        }
+        if self.fw1.q.val() {
+            self.count_now.next = self.w1_val.q.val();
         }
         self.hist.write_data.next = self.count_now.val() + 1;
-        self.w_v.d.next = false;
+        self.g_v.d.next = self.h_v.q.val();
+        self.g_p.d.next = self.h_p.q.val();
+        self.g_bin.d.next = self.h_bin.q.val();
+        self.w1_v.d.next = false;
+        self.w2_v.d.next = self.w1_v.q.val();
+        self.w2_bin.d.next = self.w1_bin.q.val();
+        self.w2_val.d.next = self.w1_val.q.val();
         self.h_v.d.next = false;
+        self.h_p.d.next = false;
         self.s_v.d.next = false;
+        self.s_v2.d.next = self.s_v.q.val();
+        self.s_bin2.d.next = self.s_bin.q.val();
 
-        self.width.next = self.s.q.val() - self.sp.q.val();
+        // The digit's width (min(s, 8)) is set at PassStart; the scan's
+        // first bin follows it one register later (both settle long before
+        // the histogram pass ends).
+        self.top_bin.d.next = (bit_cast::<9, 64>(self.one.val()) << self.width.q.val()) - 1;
         self.sp_next.next = 0.into();
         if self.s.q.val() > 8 {
             self.sp_next.next = self.s.q.val() - 8;
         }
-        self.need_new.next = self.need.q.val() - self.cum.q.val();
 
         // A histogram left dirty by an aborted pass is cleared one bin per
         // clock while keys are collected (Setup waits for it).
@@ -393,24 +467,34 @@ impl<const A: usize> Logic for SelectK<A> {
             }
             SelectState::PassStart => {
                 self.sp.d.next = self.sp_next.val();
+                self.width.d.next = 8.into();
+                if self.s.q.val() <= 8 {
+                    self.width.d.next = self.s.q.val().get_bits::<4>(0);
+                }
                 self.rd.d.next = 0.into();
                 self.dirty.d.next = true;
                 self.state.d.next = SelectState::Hist;
             }
             SelectState::Hist => {
-                self.h_v.d.next = self.v1.q.val() & self.cand.val();
+                self.h_v.d.next = self.v3.q.val() & self.cand.val();
                 self.h_bin.d.next = self.bin.val();
-                self.h_p.d.next = self.v1.q.val();
-                if self.h_v.q.val() {
+                self.h_p.d.next = self.v3.q.val();
+                if self.g_v.q.val() {
                     self.hist.write_enable.next = true;
-                    self.w_v.d.next = true;
-                    self.w_bin.d.next = self.h_bin.q.val();
-                    self.w_val.d.next = self.count_now.val() + 1;
+                    self.w1_v.d.next = true;
+                    self.w1_bin.d.next = self.g_bin.q.val();
+                    self.w1_val.d.next = self.count_now.val() + 1;
                 }
-                if !self.issue.val() & !self.v1.q.val() & !self.h_p.q.val() {
-                    self.sb.d.next = (bit_cast::<9, 64>(self.one.val()) << self.width.val()) - 1;
+                if !self.issue.val()
+                    & !self.v1.q.val()
+                    & !self.v2.q.val()
+                    & !self.v3.q.val()
+                    & !self.h_p.q.val()
+                    & !self.g_p.q.val()
+                {
+                    self.sb.d.next = self.top_bin.q.val();
                     self.sb_go.d.next = true;
-                    self.cum.d.next = 0.into();
+                    self.rem.d.next = self.need.q.val();
                     self.found.d.next = false;
                     self.state.d.next = SelectState::Scan;
                 }
@@ -426,33 +510,34 @@ impl<const A: usize> Logic for SelectK<A> {
                         self.sb_go.d.next = false;
                     }
                 }
-                if self.s_v.q.val() {
+                // `rem`: what is still needed below the bins read so far.
+                if self.s_v2.q.val() {
                     self.hist.write_enable.next = true;
-                    self.hist.write_address.next = self.s_bin.q.val();
+                    self.hist.write_address.next = self.s_bin2.q.val();
                     self.hist.write_data.next = 0.into();
                     if !self.found.q.val() {
-                        if (self.cum.q.val() + self.hist.read_data.val()) >= self.need.q.val() {
+                        if self.hd.q.val() >= self.rem.q.val() {
                             self.found.d.next = true;
-                            self.bstar.d.next = self.s_bin.q.val();
-                            self.bcount.d.next = self.hist.read_data.val();
+                            self.bstar.d.next = self.s_bin2.q.val();
+                            self.bcount.d.next = self.hd.q.val();
                         } else {
-                            self.cum.d.next = self.cum.q.val() + self.hist.read_data.val();
+                            self.rem.d.next = self.rem.q.val() - self.hd.q.val();
                         }
                     }
                 }
-                if !self.sb_go.q.val() & !self.s_v.q.val() {
+                if !self.sb_go.q.val() & !self.s_v.q.val() & !self.s_v2.q.val() {
                     self.dirty.d.next = false;
                     self.state.d.next = SelectState::Decide;
                 }
             }
             SelectState::Decide => {
                 self.rd.d.next = 0.into();
-                self.need.d.next = self.need_new.val();
+                self.need.d.next = self.rem.q.val();
                 self.s.d.next = self.sp.q.val();
-                self.pmask.d.next = !((self.one.val() << self.sp.q.val()) - 1);
+                self.pmask.d.next = self.ones.val() << self.sp.q.val();
                 self.pval.d.next =
                     self.pval.q.val() | (bit_cast::<64, 8>(self.bstar.q.val()) << self.sp.q.val());
-                if (self.bcount.q.val() == self.need_new.val()) | !self.sp.q.val().any() {
+                if (self.bcount.q.val() == self.rem.q.val()) | !self.sp.q.val().any() {
                     self.state.d.next = SelectState::Emit;
                 } else {
                     self.state.d.next = SelectState::PassStart;
@@ -461,16 +546,16 @@ impl<const A: usize> Logic for SelectK<A> {
             SelectState::Emit => {
                 if self.take.val() {
                     self.out_v.d.next = true;
-                    self.out_i.d.next = bit_cast::<32, 16>(self.i1.q.val());
+                    self.out_i.d.next = bit_cast::<32, 16>(self.i3.q.val());
                     self.keys.write_enable.next = true;
                     self.keys.write_address.next = bit_cast::<A, 16>(self.wp.q.val());
-                    self.keys.write_data.next = bit_cast::<64, 16>(self.i1.q.val());
+                    self.keys.write_data.next = bit_cast::<64, 16>(self.i3.q.val());
                     self.wp.d.next = self.wp.q.val() + 1;
                     if self.cand.val() {
                         self.eqt.d.next = self.eqt.q.val() + 1;
                     }
                 }
-                if !self.issue.val() & !self.v1.q.val() {
+                if !self.issue.val() & !self.v1.q.val() & !self.v2.q.val() & !self.v3.q.val() {
                     self.state.d.next = SelectState::Idle;
                     self.done_r.d.next = true;
                 }

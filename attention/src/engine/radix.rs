@@ -57,19 +57,19 @@ impl RadixPlan {
     /// Clocks of the hardware unit (`hdl::SelectK`, 8-bit digits) from
     /// its `start` clock to its `done` clock inclusive, as measured in its
     /// co-simulation: 1 (start) + n + 1 (flush) + 1 (setup); when
-    /// 0 < k < n, shifts + 1 and per pass n + 7 plus its bins; then, when
-    /// k > 0, n + 2 (emit) or 1 with no keys.
+    /// 0 < k < n, shifts + 1 and per pass n + 9 plus its bins; then, when
+    /// k > 0, n + 4 (emit) or 1 with no keys.
     pub fn clocks(&self) -> u64 {
         let n = u64::from(self.n);
         let search = if self.search {
-            u64::from(self.shifts) + 1 + u64::from(self.passes) * (n + 7) + u64::from(self.bins)
+            u64::from(self.shifts) + 1 + u64::from(self.passes) * (n + 11) + u64::from(self.bins)
         } else {
             0
         };
         let emit = match (self.emit, n) {
             (false, _) => 0,
             (true, 0) => 1,
-            (true, n) => n + 2,
+            (true, n) => n + 4,
         };
         n + 3 + search + emit
     }

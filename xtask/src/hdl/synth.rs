@@ -1,9 +1,9 @@
 //! `cargo xtask hdl synth`: `yosys synth_xilinx` of each block for the two
 //! boards' FPGA families, the resource table parsed from `stat`, and the
 //! cells on each block's longest path between registers (`ltp` over every
-//! cell but the flip-flops: `-noff` alone does not know the Xilinx FD*
-//! primitives): a count of logic levels, not a timing analysis (no vendor
-//! timing here).
+//! cell but the flip-flops and block RAMs: `-noff` alone does not know the
+//! Xilinx FD* primitives, and a RAMB's ports are registered): a count of
+//! logic levels, not a timing analysis (no vendor timing here).
 //!
 //! Device capacities (Xilinx product tables, DS190 Zynq-7000 and DS891
 //! Zynq UltraScale+): XC7Z045 (Cosmos+) 218,600 LUTs, 437,200 FFs, 900
@@ -144,7 +144,7 @@ fn synth_one(file: &Path, block: &str, family: &str) -> Result<(Resources, Level
     let carries = file.with_extension(format!("{family}.carry.txt"));
     let script = format!(
         "read_verilog {}; synth_xilinx -flatten -family {family} -top {block}; tee -q -o {} stat; \
-         tee -q -o {} ltp -noff * t:FD* %d; tee -q -o {} select -list t:LUT*; \
+         tee -q -o {} ltp -noff * t:FD* %d t:RAMB* %d; tee -q -o {} select -list t:LUT*; \
          tee -q -o {} select -list t:MUXF*; tee -q -o {} select -list t:CARRY*",
         file.display(),
         stat.display(),
