@@ -76,6 +76,7 @@ use rust_hdl::prelude::*;
 
 use crate::fx::FxDecode;
 use crate::fx_mul::FxMul;
+use crate::logit_scale::LogitScale;
 
 /// Largest query length.
 pub const D_MAX: usize = 256;
@@ -166,32 +167,8 @@ pub struct GemvUnit<const L: usize> {
     acc: DFF<Bits<ACC_BITS>>,
     s5_done: DFF<Bit>,
     s5_c: DFF<Bits<32>>,
-    // Stage 6: |dot|.
-    s6_valid: DFF<Bit>,
-    s6_neg: DFF<Bit>,
-    s6_abs: DFF<Bits<ACC_BITS>>,
-    s6_c: DFF<Bits<32>>,
-    dot_limb: [Signal<Local, Bits<16>>; 5],
-    c_limb: [Signal<Local, Bits<16>>; 2],
-    // Stage 7: |dot| · c partial products, index 2a + b.
-    s7_valid: DFF<Bit>,
-    s7_neg: DFF<Bit>,
-    s7_pp: [DFF<Bits<32>>; 10],
-    // Stage 8: partial sums by c limb.
-    s8_valid: DFF<Bit>,
-    s8_neg: DFF<Bit>,
-    s8_r: [DFF<Bits<PROD_BITS>>; 2],
-    // Stage 9: P = |dot| · c.
-    s9_valid: DFF<Bit>,
-    s9_neg: DFF<Bit>,
-    s9_p: DFF<Bits<PROD_BITS>>,
-    // Stage 10: the logit.
-    u: Signal<Local, Bits<PROD_BITS>>,
-    u_lo: Signal<Local, Bits<32>>,
-    sat_pos: Signal<Local, Bit>,
-    sat_neg: Signal<Local, Bit>,
-    out_valid_r: DFF<Bit>,
-    out_logit_r: DFF<Bits<32>>,
+    // Stages 6–10.
+    scale: LogitScale,
 }
 
 impl<const L: usize> Default for GemvUnit<L> {
@@ -255,27 +232,7 @@ impl<const L: usize> Default for GemvUnit<L> {
             acc: Default::default(),
             s5_done: Default::default(),
             s5_c: Default::default(),
-            s6_valid: Default::default(),
-            s6_neg: Default::default(),
-            s6_abs: Default::default(),
-            s6_c: Default::default(),
-            dot_limb: std::array::from_fn(|_| Default::default()),
-            c_limb: std::array::from_fn(|_| Default::default()),
-            s7_valid: Default::default(),
-            s7_neg: Default::default(),
-            s7_pp: std::array::from_fn(|_| Default::default()),
-            s8_valid: Default::default(),
-            s8_neg: Default::default(),
-            s8_r: std::array::from_fn(|_| Default::default()),
-            s9_valid: Default::default(),
-            s9_neg: Default::default(),
-            s9_p: Default::default(),
-            u: Default::default(),
-            u_lo: Default::default(),
-            sat_pos: Default::default(),
-            sat_neg: Default::default(),
-            out_valid_r: Default::default(),
-            out_logit_r: Default::default(),
+            scale: Default::default(),
         }
     }
 }
@@ -304,45 +261,9 @@ impl<const L: usize> Logic for GemvUnit<L> {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self,
-            clock,
-            d_r,
-            c_r,
-            left,
-            step,
-            s1_valid,
-            s1_first,
-            s1_last,
-            s1_c,
-            s2_valid,
-            s2_first,
-            s2_last,
-            s2_c,
-            s3_valid,
-            s3_first,
-            s3_last,
-            s3_c,
-            s4_valid,
-            s4_first,
-            s4_last,
-            s4_c,
-            s4_sum,
-            acc,
-            s5_done,
-            s5_c,
-            s6_valid,
-            s6_neg,
-            s6_abs,
-            s6_c,
-            s7_valid,
-            s7_neg,
-            s8_valid,
-            s8_neg,
-            s9_valid,
-            s9_neg,
-            s9_p,
-            out_valid_r,
-            out_logit_r
+            self, clock, d_r, c_r, left, step, s1_valid, s1_first, s1_last, s1_c, s2_valid,
+            s2_first, s2_last, s2_c, s3_valid, s3_first, s3_last, s3_c, s4_valid, s4_first,
+            s4_last, s4_c, s4_sum, acc, s5_done, s5_c
         );
         for e in 0..D_MAX {
             self.q_mag[e].clock.next = self.clock.val();
@@ -360,14 +281,6 @@ impl<const L: usize> Logic for GemvUnit<L> {
             self.s1_neg[j].clock.next = self.clock.val();
             self.s1_neg[j].d.next = self.s1_neg[j].q.val();
             self.mul[j].clock.next = self.clock.val();
-        }
-        for p in 0..10 {
-            self.s7_pp[p].clock.next = self.clock.val();
-            self.s7_pp[p].d.next = self.s7_pp[p].q.val();
-        }
-        for b in 0..2 {
-            self.s8_r[b].clock.next = self.clock.val();
-            self.s8_r[b].d.next = self.s8_r[b].q.val();
         }
 
         // q file writes: magnitude (|i32::MIN| = 2^31 fits 32 bits) and sign.
@@ -504,75 +417,13 @@ impl<const L: usize> Logic for GemvUnit<L> {
             }
         }
 
-        // Stage 6: |dot| and its sign (bit 69 = ACC_BITS − 1: the code
-        // generator prints a named constant as a signal name).
-        self.s6_valid.d.next = self.s5_done.q.val();
-        self.s6_neg.d.next = self.acc.q.val().get_bit(69);
-        self.s6_abs.d.next = self.acc.q.val();
-        if self.acc.q.val().get_bit(69) {
-            self.s6_abs.d.next = !self.acc.q.val() + 1;
-        }
-        self.s6_c.d.next = self.s5_c.q.val();
-
-        // Stage 7: |dot| · c, 5 × 2 partial products of 16 × 16 bits.
-        for a in 0..4 {
-            self.dot_limb[a].next = self.s6_abs.q.val().get_bits::<16>(16 * a);
-        }
-        for a in 4..5 {
-            self.dot_limb[a].next = self.s6_abs.q.val().get_bits::<6>(16 * a).to_bits::<16>();
-        }
-        for b in 0..2 {
-            self.c_limb[b].next = self.s6_c.q.val().get_bits::<16>(16 * b);
-        }
-        for a in 0..5 {
-            for b in 0..2 {
-                self.s7_pp[2 * a + b].d.next = self.dot_limb[a].val() * self.c_limb[b].val();
-            }
-        }
-        self.s7_valid.d.next = self.s6_valid.q.val();
-        self.s7_neg.d.next = self.s6_neg.q.val();
-
-        // Stage 8: Σ_a pp[a][b] · 2^(16a) for each c limb b.
-        for b in 0..2 {
-            self.s8_r[b].d.next = self.s7_pp[b].q.val().to_bits::<PROD_BITS>()
-                + (self.s7_pp[2 + b].q.val().to_bits::<PROD_BITS>() << 16)
-                + (self.s7_pp[4 + b].q.val().to_bits::<PROD_BITS>() << 32)
-                + (self.s7_pp[6 + b].q.val().to_bits::<PROD_BITS>() << 48)
-                + (self.s7_pp[8 + b].q.val().to_bits::<PROD_BITS>() << 64);
-        }
-        self.s8_valid.d.next = self.s7_valid.q.val();
-        self.s8_neg.d.next = self.s7_neg.q.val();
-
-        // Stage 9: P = |dot| · c.
-        self.s9_p.d.next = self.s8_r[0].q.val() + (self.s8_r[1].q.val() << 16);
-        self.s9_valid.d.next = self.s8_valid.q.val();
-        self.s9_neg.d.next = self.s8_neg.q.val();
-
-        // Stage 10: floor shift and saturation. dot ≥ 0: u = P >> 28, the
-        // logit, clamped at 2^31 − 1. dot < 0: u = ⌈P / 2^28⌉, the logit
-        // −u, clamped at −2^31.
-        self.u.next = self.s9_p.q.val() >> 28;
-        if self.s9_neg.q.val() {
-            self.u.next = (self.s9_p.q.val() + 0x0FFF_FFFF) >> 28;
-        }
-        self.u_lo.next = self.u.val().get_bits::<32>(0);
-        self.sat_pos.next = self.u.val().get_bits::<73>(31).any();
-        self.sat_neg.next = self.u.val().get_bits::<72>(32).any()
-            | (self.u.val().get_bit(31) & self.u.val().get_bits::<31>(0).any());
-        self.out_valid_r.d.next = self.s9_valid.q.val();
-        if self.s9_neg.q.val() {
-            if self.sat_neg.val() {
-                self.out_logit_r.d.next = 0x8000_0000_u64.into();
-            } else {
-                self.out_logit_r.d.next = !self.u_lo.val() + 1;
-            }
-        } else if self.sat_pos.val() {
-            self.out_logit_r.d.next = 0x7FFF_FFFF.into();
-        } else {
-            self.out_logit_r.d.next = self.u_lo.val();
-        }
-        self.out_valid.next = self.out_valid_r.q.val();
-        self.out_logit.next = self.out_logit_r.q.val();
+        // Stages 6–10: logit = sat_i32((dot · c) >> 28), by `LogitScale`.
+        self.scale.clock.next = self.clock.val();
+        self.scale.in_valid.next = self.s5_done.q.val();
+        self.scale.in_dot.next = self.acc.q.val();
+        self.scale.in_c.next = self.s5_c.q.val();
+        self.out_valid.next = self.scale.out_valid.val();
+        self.out_logit.next = self.scale.out_logit.val();
     }
 }
 

@@ -16,6 +16,7 @@
 //! | [`Softmax`]                | `softmax.rs`    | Q16 logits → Q0.30 probabilities (n ≤ 8192, logits in BRAM)     | 1 logit per clock in and out; 3n + 51 clocks from `start` to `done` |
 //! | [`WeightedSum`]            | `weighted_sum.rs` | acc_i += p·fx(v_i) per row (d ≤ 256, i64 sums), then `finish` with α, v̄ | 8 lanes (fp16) per clock; ⌈d/8⌉ clocks per row; finish ⌈d/8⌉ clocks + 6 latency, 8 outputs per clock |
 //! | [`BoundRow`]               | `bound_row.rs`  | PAGES's bound row: per lane `max` where q ≥ 0, `min` where q < 0, from a page summary, in front of the GeMV lanes | 8 lanes (fp16) per clock; 1 clock latency |
+//! | [`DimScore`]               | `dim_score.rs`  | SparF's approximate-score pass: the chosen dims' rows of the dim-indexed K copy (8 tokens of one dim per beat) → a running dot per token in block RAM → `sat_i32((dot·c) >> 28)` per token (S ≤ 32K) | 8 MACs (one beat) per clock; s + 15 clocks from `flush` to `done` |
 //! | [`SketchRow`]              | `sketch_row.rs` | PAGES's sketch row: per lane the level its 1- or 2-bit code picks from the page's level table, in front of the GeMV lanes | 8 lanes (fp16) per clock; 1 clock latency |
 //! | [`AttentionKernel`]        | `kernel.rs`     | one head's dense attention: K rows → GeMV → softmax → p RAM, V rows → weighted sum → d outputs (S ≤ 8192, d ≤ 256) | 8 lanes (fp16) per clock; 2·S·⌈d/8⌉ + 2S + ⌈d/8⌉ + 69 clocks from `start` to `done` |
 //!
@@ -35,7 +36,9 @@
 //! | [`fx`] | [`fx::FxDecode`]: the fp16 → Fx decoder of the blocks that take fp16 values |
 //! | [`fx_mul`] | [`FxMul`]: the multiply stage (x · fx(h)) shared by the GeMV lanes and the weighted sum |
 //! | [`gemv`] | [`GemvUnit`]: the GeMV lanes of the attention kernel |
+//! | [`logit_scale`] | [`LogitScale`]: `sat_i32((dot · c) >> 28)`, the logit of a dot product (the GeMV's last stages, the dim scores' output) |
 //! | [`bound_row`] | [`BoundRow`]: the multiplexer that turns a page summary into the row that scores the page (PAGES) |
+//! | [`dim_score`] | [`DimScore`]: the SparF approximate-score pass over dim pages |
 //! | [`sketch_row`] | [`SketchRow`]: the multiplexer that decodes a page sketch's codes into key rows (PAGES) |
 //! | [`softmax`] | [`Softmax`]: the softmax unit of the attention kernel |
 //! | [`weighted_sum`] | [`WeightedSum`]: the value side of an attention kernel for one query head |
@@ -45,13 +48,19 @@
 //!
 //! The crate imports `attention` only in tests (`docs/ARCHITECTURE.md`).
 
+// The crate by its own name, so test support shared with the integration
+// tests can say `hdl::…` in both.
+extern crate self as hdl;
+
 pub mod argtopk;
 pub mod bound_row;
+pub mod dim_score;
 pub mod engine;
 pub mod fx;
 pub mod fx_mul;
 pub mod gemv;
 pub mod kernel;
+pub mod logit_scale;
 pub mod nfc_filter;
 pub mod select_k;
 pub mod sim;
@@ -61,10 +70,12 @@ pub mod weighted_sum;
 
 pub use argtopk::ArgTopK;
 pub use bound_row::BoundRow;
+pub use dim_score::DimScore;
 pub use engine::Engine;
 pub use fx_mul::FxMul;
 pub use gemv::GemvUnit;
 pub use kernel::AttentionKernel;
+pub use logit_scale::LogitScale;
 pub use nfc_filter::NfcFilter;
 pub use select_k::SelectK;
 pub use sketch_row::SketchRow;
@@ -72,7 +83,7 @@ pub use softmax::Softmax;
 pub use weighted_sum::WeightedSum;
 
 /// The blocks, by name (the Verilog file stem).
-pub const BLOCKS: [&str; 11] = [
+pub const BLOCKS: [&str; 12] = [
     "nfc_filter",
     "argtopk",
     "select_k",
@@ -80,6 +91,7 @@ pub const BLOCKS: [&str; 11] = [
     "gemv",
     "bound_row",
     "sketch_row",
+    "dim_score",
     "softmax",
     "weighted_sum",
     "kernel",
@@ -116,14 +128,12 @@ fn generate(name: &'static str) -> String {
     match name {
         "nfc_filter" => verilog(NfcFilter::default(), name),
         "argtopk" => verilog(ArgTopK::<{ argtopk::SYNTH_K_MAX }>::default(), name),
-        "select_k" => verilog(
-            SelectK::<{ select_k::SYNTH_ADDR_BITS }>::default(),
-            name,
-        ),
+        "select_k" => verilog(SelectK::<{ select_k::SYNTH_ADDR_BITS }>::default(), name),
         "fx_mul" => verilog(FxMul::<{ fx_mul::SYNTH_BITS }>::default(), name),
         "gemv" => verilog(GemvUnit::<{ gemv::SYNTH_LANES }>::default(), name),
         "bound_row" => verilog(BoundRow::<{ bound_row::SYNTH_LANES }>::default(), name),
         "sketch_row" => verilog(SketchRow::<{ sketch_row::SYNTH_LANES }>::default(), name),
+        "dim_score" => verilog(DimScore::<{ dim_score::SYNTH_WORD_BITS }>::default(), name),
         "softmax" => verilog(Softmax::<{ softmax::SYNTH_ADDR_BITS }>::default(), name),
         "weighted_sum" => verilog(
             WeightedSum::<{ weighted_sum::SYNTH_LANES }>::default(),

@@ -298,9 +298,10 @@ impl<const A: usize> Logic for SelectK<A> {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, k_r, n, key0, diff, s, sp, pmask, pval, need, rd, v1, i1, v2, i2, key_r, v3, i3, gt3, eq3, bin3, h_v,
-            h_bin, h_p, hd, g_v, g_p, g_bin, fw1, fw2, w1_v, w1_bin, w1_val, w2_v, w2_bin, w2_val, sb, sb_go, s_v, s_bin, s_v2, s_bin2, rem, width, top_bin, found, bstar, bcount, wp, eqt,
-            out_v, out_i, done_r, ovf, dirty, clr
+            self, clock, state, k_r, n, key0, diff, s, sp, pmask, pval, need, rd, v1, i1, v2, i2,
+            key_r, v3, i3, gt3, eq3, bin3, h_v, h_bin, h_p, hd, g_v, g_p, g_bin, fw1, fw2, w1_v,
+            w1_bin, w1_val, w2_v, w2_bin, w2_val, sb, sb_go, s_v, s_bin, s_v2, s_bin2, rem, width,
+            top_bin, found, bstar, bcount, wp, eqt, out_v, out_i, done_r, ovf, dirty, clr
         );
         self.keys.read_clock.next = self.clock.val();
         self.keys.write_clock.next = self.clock.val();

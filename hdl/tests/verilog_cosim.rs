@@ -15,6 +15,9 @@ use firmware::hal::RowFilter;
 use hdl::argtopk::{self, SYNTH_K_MAX};
 use hdl::nfc_filter::{self, NfcPage};
 
+#[path = "support/dim_head.rs"]
+mod dim_head;
+
 fn have_iverilog() -> bool {
     testkit::require(
         testkit::tool::runs("iverilog", "-V"),
@@ -331,9 +334,7 @@ fn verilog_select_k_matches_model() {
     let stim: Vec<select_k::SelectCycle> = cases
         .iter()
         .zip(&plans)
-        .flat_map(|((keys, k), p)| {
-            select_k::stimulus(keys, *k, p.clocks() - keys.len() as u64 - 2)
-        })
+        .flat_map(|((keys, k), p)| select_k::stimulus(keys, *k, p.clocks() - keys.len() as u64 - 2))
         .collect();
     let lines = simulate("select_k", stim.iter().map(|c| c.vector_line()));
     let selections = selections_of(&lines);
@@ -350,6 +351,62 @@ fn verilog_select_k_matches_model() {
     eprintln!(
         "verilog select_k: {} selections (k up to 4096, S up to {SYNTH_N_MAX}), {} clocks, bit-exact",
         cases.len(),
+        stim.len()
+    );
+}
+
+#[test]
+fn verilog_dim_score_matches_model() {
+    use hdl::dim_score::{self, DimCycle};
+    if !have_iverilog() {
+        return;
+    }
+    let mut rng = SplitMix64::new(0x5EED_0D15);
+    // (s, d, r, tokens per dim-page row): SparF heads at 1/8 of d and
+    // beyond, up to 32K tokens.
+    let mut shapes = vec![
+        (300usize, 64usize, 8usize, 64usize),
+        (129, 128, 16, 128),
+        (1000, 256, 64, 512),
+    ];
+    shapes.extend((0..2 * scale()).map(|_| {
+        let d = 8 * (1 + (rng.next_u64() % 32) as usize);
+        let r = 1 + (rng.next_u64() as usize) % d;
+        (
+            1 + (rng.next_u64() % 700) as usize,
+            d,
+            r,
+            48 + 8 * (rng.next_u64() % 20) as usize,
+        )
+    }));
+    shapes.push((dim_score::SYNTH_S_MAX, 16, 2, 1024));
+    let heads: Vec<dim_head::TestHead> = shapes
+        .iter()
+        .map(|&(s, d, r, run)| dim_head::TestHead::random(&mut rng, s, d, r, run))
+        .collect();
+    let stim: Vec<DimCycle> = heads.iter().flat_map(|h| h.stimulus()).collect();
+    let lines = simulate("dim_score", stim.iter().map(|c| c.vector_line()));
+    let mut heads_out = vec![Vec::new()];
+    for l in &lines[..lines.len() - 1] {
+        let mut f = l.split(' ');
+        match f.next() {
+            Some("o") => {
+                let _clock = f.next();
+                let v = u32::from_str_radix(f.next().expect("logit"), 16).expect("hex");
+                heads_out.last_mut().expect("open").push(v as i32);
+            }
+            Some("d") => heads_out.push(Vec::new()),
+            other => panic!("bad line {other:?}"),
+        }
+    }
+    assert!(heads_out.pop().is_some_and(|h| h.is_empty()));
+    assert_eq!(heads_out.len(), heads.len());
+    for ((h, got), shape) in heads.iter().zip(&heads_out).zip(&shapes) {
+        assert!(*got == h.want(), "shape {shape:?}");
+    }
+    eprintln!(
+        "verilog dim_score: {} heads, {} clocks, bit-exact",
+        heads.len(),
         stim.len()
     );
 }

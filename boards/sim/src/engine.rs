@@ -318,7 +318,8 @@ mod tests {
         assert_eq!(idx.len(), 10);
         assert_eq!(
             e.busy_ns() - b1,
-            EngineModel::default().cycles_ns(radix_plan(&(0..500u64).collect::<Vec<_>>(), 10).clocks())
+            EngineModel::default()
+                .cycles_ns(radix_plan(&(0..500u64).collect::<Vec<_>>(), 10).clocks())
         );
         assert_eq!(clock.now_ns(), e.busy_ns());
         // More work, then a sync before outputs leave.

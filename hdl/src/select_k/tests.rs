@@ -89,12 +89,11 @@ fn select_k_every_k_up_to_4096_at_4096_keys() {
     let mut rng = SplitMix64::new(0xA11_C0DE);
     for _ in 0..3 {
         let keys = random_keys(&mut rng, 4096);
-        let cases: Vec<(Vec<u64>, u16)> = [
-            1u16, 2, 3, 7, 64, 65, 255, 256, 511, 1000, 2048, 4095, 4096,
-        ]
-        .iter()
-        .map(|&k| (keys.clone(), k))
-        .collect();
+        let cases: Vec<(Vec<u64>, u16)> =
+            [1u16, 2, 3, 7, 64, 65, 255, 256, 511, 1000, 2048, 4095, 4096]
+                .iter()
+                .map(|&k| (keys.clone(), k))
+                .collect();
         check(&cases);
     }
 }
@@ -167,4 +166,3 @@ fn select_k_result_port_reads_the_selection_back() {
     }
     assert_eq!(back, want);
 }
-

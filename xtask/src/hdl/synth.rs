@@ -97,12 +97,37 @@ struct Levels {
     muxf: u64,
     /// CARRY4 (7 series) or CARRY8 (UltraScale+) cells.
     carry4: u64,
-    /// Other nodes (DSP, I/O buffers, wiring cells).
+    /// DSP48 slices without a multiplier or output register (with one, a
+    /// DSP48 ends a path like a flip-flop and is left out of it).
+    dsp: u64,
+    /// Other nodes (LUT RAM, shift registers, wiring cells).
     other: u64,
 }
 
+/// The clock the engine is meant to run at (InstInfer's, on Daisyplus).
+const TARGET_MHZ: f64 = 285.0;
+
+/// A rough delay of a path on the 7 series at speed grade −2, from its
+/// cell counts: an estimate to see which blocks need register stages, not
+/// a timing analysis. The figures are typical values recalled from Xilinx
+/// DS191 and post-route reports, not checked here: 0.6 ns for the
+/// registers at both ends (clock to out, setup), 0.45 ns per LUT with its
+/// net, 0.3 ns per MUXF7/8, 0.5 ns into a carry chain and 0.12 ns per
+/// further CARRY4, 3.0 ns through a DSP48's multiplier and adder without
+/// its internal pipeline registers (every DSP48 of these blocks has its M
+/// register, so none is on a path: see [`unregistered_dsps`]).
+fn estimate_ns(l: &Levels) -> f64 {
+    let carry = if l.carry4 == 0 {
+        0.0
+    } else {
+        0.5 + 0.12 * (l.carry4 - 1) as f64
+    };
+    0.6 + 0.45 * (l.lut + l.other) as f64 + 0.3 * l.muxf as f64 + carry + 3.0 * l.dsp as f64
+}
+
 /// Counts the cells of `ltp`'s path listing: `luts`, `muxes` and
-/// `carries` are `select -list` outputs (`module/cell` per line).
+/// `carries` are `select -list` outputs (`module/cell` per line); a
+/// multiplier cell left in fabric counts as a DSP's delay.
 fn parse_levels(ltp: &str, luts: &str, muxes: &str, carries: &str) -> Levels {
     let names = |list: &str| -> std::collections::HashSet<String> {
         list.lines()
@@ -129,6 +154,9 @@ fn parse_levels(ltp: &str, luts: &str, muxes: &str, carries: &str) -> Levels {
             r.muxf += 1;
         } else if carries.contains(cell) {
             r.carry4 += 1;
+        } else if cell.contains("$mul$") {
+            // A multiplier left in fabric: count it as a DSP48's delay.
+            r.dsp += 1;
         } else {
             r.other += 1;
         }
@@ -142,16 +170,24 @@ fn synth_one(file: &Path, block: &str, family: &str) -> Result<(Resources, Level
     let luts = file.with_extension(format!("{family}.luts.txt"));
     let muxes = file.with_extension(format!("{family}.muxf.txt"));
     let carries = file.with_extension(format!("{family}.carry.txt"));
+    let dsp_dump = file.with_extension(format!("{family}.dsp-params.txt"));
+    // No I/O buffers (a block's ports are wires inside the top), and the
+    // path leaves out flip-flops, block RAMs and DSP48s (registered ports;
+    // the DSPs' registers are checked from their parameters) and the clock
+    // buffer.
     let script = format!(
-        "read_verilog {}; synth_xilinx -flatten -family {family} -top {block}; tee -q -o {} stat; \
-         tee -q -o {} ltp -noff * t:FD* %d t:RAMB* %d; tee -q -o {} select -list t:LUT*; \
-         tee -q -o {} select -list t:MUXF*; tee -q -o {} select -list t:CARRY*",
+        "read_verilog {}; synth_xilinx -flatten -noiopad -family {family} -top {block}; \
+         tee -q -o {} stat; \
+         tee -q -o {} ltp -noff * t:FD* %d t:RAMB* %d t:BUFG* %d t:DSP48* %d; \
+         tee -q -o {} select -list t:LUT*; tee -q -o {} select -list t:MUXF*; \
+         tee -q -o {} select -list t:CARRY*; tee -q -o {} dump t:DSP48*",
         file.display(),
         stat.display(),
         ltp.display(),
         luts.display(),
         muxes.display(),
-        carries.display()
+        carries.display(),
+        dsp_dump.display()
     );
     let log = file.with_extension(format!("{family}.yosys.log"));
     let log_file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
@@ -161,15 +197,36 @@ fn synth_one(file: &Path, block: &str, family: &str) -> Result<(Resources, Level
             .stdout(log_file),
     )?;
     let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
-    Ok((
-        parse_stat(&read(&stat)?),
-        parse_levels(
-            &read(&ltp)?,
-            &read(&luts)?,
-            &read(&muxes)?,
-            &read(&carries)?,
-        ),
-    ))
+    let mut levels = parse_levels(
+        &read(&ltp)?,
+        &read(&luts)?,
+        &read(&muxes)?,
+        &read(&carries)?,
+    );
+    levels.dsp += unregistered_dsps(&read(&dsp_dump)?);
+    Ok((parse_stat(&read(&stat)?), levels))
+}
+
+/// DSP48 cells in a yosys `dump` without an M or P register: each would
+/// put its multiplier on a path of its own.
+fn unregistered_dsps(dump: &str) -> u64 {
+    dump.split("  cell ")
+        .skip(1)
+        .filter(|cell| !cell.contains("MREG 1'1") && !cell.contains("PREG 1'1"))
+        .count() as u64
+}
+
+/// The path estimate of a 7-series row: ns, the clock it allows, and
+/// whether that reaches [`TARGET_MHZ`]; UltraScale+ rows leave it empty
+/// (its cells are faster; the estimate is for the slower family).
+fn timing(family: &str, l: &Levels) -> String {
+    if family != "xc7" {
+        return String::new();
+    }
+    let ns = estimate_ns(l);
+    let mhz = 1000.0 / ns;
+    let verdict = if mhz >= TARGET_MHZ { "meets" } else { "misses" };
+    format!("{ns:.1} ns, {mhz:.0} MHz: {verdict} {TARGET_MHZ:.0}")
 }
 
 /// Synthesizes the named blocks (every block when none is named) for both
@@ -180,8 +237,8 @@ pub fn synth(only: &[String]) -> Result<(), String> {
     }
     let files = super::generate::verilog()?;
     let mut table = String::from(
-        "| block | family | device | LUT | LUTRAM/SRL | FF | CARRY | DSP | BRAM36 | LUT % | FF % | DSP % | BRAM % | path: LUT / MUXF / carry / other |\n\
-         |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| block | family | device | LUT | LUTRAM/SRL | FF | CARRY | DSP | BRAM36 | LUT % | FF % | DSP % | BRAM % | path: LUT / MUXF / carry / DSP / other | path est. (xc7 −2) |\n\
+         |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for file in &files {
         let block = file
@@ -195,7 +252,7 @@ pub fn synth(only: &[String]) -> Result<(), String> {
             let (r, lv) = synth_one(file, block, fam.family)?;
             let bram36 = r.bram18.div_ceil(2);
             table.push_str(&format!(
-                "| {block} | {} | {} | {} | {} | {} | {} | {} | {}{} | {} | {} | {} | {} | {} / {} / {} / {} |\n",
+                "| {block} | {} | {} | {} | {} | {} | {} | {} | {}{} | {} | {} | {} | {} | {} / {} / {} / {} / {} | {} |\n",
                 fam.family,
                 fam.device,
                 r.lut,
@@ -212,7 +269,9 @@ pub fn synth(only: &[String]) -> Result<(), String> {
                 lv.lut,
                 lv.muxf,
                 lv.carry4,
+                lv.dsp,
                 lv.other,
+                timing(fam.family, &lv),
             ));
         }
     }
@@ -236,24 +295,34 @@ Longest topological path in top (length=5):
     2: $y [3] (via $alu$2.slice[0].carry4)
     3: $z [0] (via $abc$1$lut_b)
     4: $w [0] (via $abc$1$lut_c.mux7)
-    5: \\q.d [2] (via $iopadmap$q)
+    5: \\q.d [2] (via $mul$x.v:1$q)
 ";
         let luts = "top/$abc$1$lut_a\ntop/$abc$1$lut_b\ntop/$abc$1$lut_c\n";
         let muxes = "top/$abc$1$lut_c.mux7\n";
         let carries = "top/$alu$2.slice[0].carry4\n";
+        let l = parse_levels(ltp, luts, muxes, carries);
         assert_eq!(
-            parse_levels(ltp, luts, muxes, carries),
+            l,
             Levels {
                 lut: 2,
                 muxf: 1,
                 carry4: 1,
-                other: 1
+                dsp: 1,
+                other: 0
             }
         );
+        // 0.6 + 2 × 0.45 + 0.3 + 0.5 + 3.0.
+        assert!((estimate_ns(&l) - 5.3).abs() < 1e-9);
+        assert!(timing("xc7", &l).ends_with("misses 285"));
+        assert_eq!(timing("xcup", &l), "");
         assert_eq!(
             parse_levels("no path", luts, muxes, carries),
             Levels::default()
         );
+        let dump = "  cell \\DSP48E1 $a\n    parameter \\MREG 1'1\n  end\n\
+                    \n  cell \\DSP48E1 $b\n    parameter \\MREG 1'0\n  end\n";
+        assert_eq!(unregistered_dsps(dump), 1);
+        assert_eq!(unregistered_dsps(""), 0);
     }
 
     #[test]

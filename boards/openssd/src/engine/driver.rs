@@ -237,7 +237,8 @@ impl<R: Regs> HwEngine<R> {
     /// Hands one key to the top-k unit through TOPK_KEY_LO/HI.
     pub fn push_key(&mut self, key: u64) {
         self.regs.write32(reg::TOPK_KEY_LO as usize, key as u32);
-        self.regs.write32(reg::TOPK_KEY_HI as usize, (key >> 32) as u32);
+        self.regs
+            .write32(reg::TOPK_KEY_HI as usize, (key >> 32) as u32);
     }
 
     /// The indices of the `k` largest `keys`, ascending, ties to the lower
@@ -251,16 +252,16 @@ impl<R: Regs> HwEngine<R> {
         let n = u32::try_from(keys.len())
             .ok()
             .filter(|&n| n <= max)
-            .ok_or(EngineError::TooManyKeys {
-                n: keys.len(),
-                max,
-            })?;
+            .ok_or(EngineError::TooManyKeys { n: keys.len(), max })?;
         out.clear();
         if k == 0 {
             return Ok(());
         }
         // k ≥ n takes every key; n ≤ the capacity fits ARGTOPK_K's 16 bits.
-        let k = u32::try_from(k).unwrap_or(u32::MAX).min(n.max(1)).min(MAX_K);
+        let k = u32::try_from(k)
+            .unwrap_or(u32::MAX)
+            .min(n.max(1))
+            .min(MAX_K);
         self.start_topk(k)?;
         for &key in keys {
             self.push_key(key);
@@ -272,7 +273,10 @@ impl<R: Regs> HwEngine<R> {
         }
         let count = self.regs.read32(reg::TOPK_COUNT as usize);
         if count != k.min(n) {
-            return Err(EngineError::TopKCount { count, want: k.min(n) });
+            return Err(EngineError::TopKCount {
+                count,
+                want: k.min(n),
+            });
         }
         self.regs.write32(reg::TOPK_RPTR as usize, 0);
         out.reserve(count as usize);

@@ -10,5 +10,7 @@ mod error;
 mod tests;
 
 pub use board::{BoardEngine, Fallback, TopKCounts};
-pub use driver::{DEFAULT_SPINS, EngineConfig, HwEngine, KernelJob, MAX_K, TOPK_REGS_VERSION, mask_halves};
+pub use driver::{
+    DEFAULT_SPINS, EngineConfig, HwEngine, KernelJob, MAX_K, TOPK_REGS_VERSION, mask_halves,
+};
 pub use error::EngineError;

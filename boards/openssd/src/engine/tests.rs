@@ -285,7 +285,11 @@ fn top_k_goes_through_the_key_and_result_registers() {
     assert_eq!(w[..2], [(reg::ARGTOPK_K, 40), (reg::CTRL, bit::TOPK_START)]);
     assert_eq!(w[2], (reg::TOPK_KEY_LO, keys[0] as u32));
     assert_eq!(w[3], (reg::TOPK_KEY_HI, (keys[0] >> 32) as u32));
-    assert_eq!(w.len(), 2 + 2 * keys.len() + 2, "start, keys, flush, pointer");
+    assert_eq!(
+        w.len(),
+        2 + 2 * keys.len() + 2,
+        "start, keys, flush, pointer"
+    );
     assert_eq!(w[w.len() - 2], (reg::CTRL, bit::TOPK_FLUSH));
     // k ≥ n asks for n; k = 0 touches nothing.
     e.regs_mut().clear_log();
