@@ -89,7 +89,7 @@ const _: () = assert!(ACC_BITS == 70, "stage 6 reads the sign as bit 69");
 pub const PROD_BITS: usize = 104;
 /// Clocks from a row's last beat to its `out_valid` (the last beat's clock
 /// is 0).
-pub const LATENCY: usize = 9;
+pub const LATENCY: usize = 4 + crate::logit_scale::LATENCY;
 
 /// The GeMV unit with `L` lanes; see the module docs.
 #[derive(LogicBlock, Debug)]

@@ -61,8 +61,8 @@
 //! and value beats from the first clock `v_ready` is high, from the
 //! `start` clock to the `done` clock inclusive ([`cycles`]):
 //!
-//! * GeMV: S·nb clocks of key beats, the last logit [`gemv::LATENCY`] = 9
-//!   clocks after the last beat; `flush` the clock after it: S·nb + 11;
+//! * GeMV: S·nb clocks of key beats, the last logit [`gemv::LATENCY`] = 12
+//!   clocks after the last beat; `flush` the clock after it: S·nb + 14;
 //! * Softmax: its 3S + 51 clocks from `start` to `done` minus the S + 2 of
 //!   `start`, loading and `flush` (overlapped with the GeMV): 2S + 49; then
 //!   one clock to raise `v_ready`;
@@ -70,10 +70,11 @@
 //!   output [`weighted_sum::LATENCY`] = 6 clocks after the last, `done`
 //!   one clock later: (S + 1)·nb + 7;
 //!
-//! total **2·S·nb + 2S + nb + 69** (measured in the tests,
+//! total **2·S·nb + 2S + nb + 72** (measured in the tests,
 //! `kernel_structured_matches_dense_group`, `kernel_s_max` and the
-//! Verilog co-simulation): 8,482 for S = 300, d = 100 and 32,838 for
-//! S = 8192, d = 8 with 8 lanes.
+//! Verilog co-simulation): 8,485 for S = 300, d = 100 and 32,841 for
+//! S = 8192, d = 8 with 8 lanes (3 more than before the logit stage was
+//! pipelined for 285 MHz).
 
 use rust_hdl::prelude::*;
 
@@ -92,7 +93,7 @@ pub const SYNTH_LANES: usize = 8;
 /// dimension `d` on `lanes` lanes (see the module docs).
 pub fn cycles(s: usize, d: usize, lanes: usize) -> usize {
     let nb = weighted_sum::beats(d, lanes);
-    2 * s * nb + 2 * s + nb + 69
+    2 * s * nb + 2 * s + nb + 60 + gemv::LATENCY
 }
 
 /// The controller's phase.
@@ -480,8 +481,9 @@ pub fn stimulus(query: &KernelQuery, lanes: usize, pad: u16) -> Vec<KernelCycle>
             ..KernelCycle::default()
         });
     }
-    // v_ready is first seen high after clock t0 + s·nb + 2s + 61.
-    let first_v = t0 + s * nb + 2 * s + 62;
+    // v_ready is first seen high after clock t0 + s·nb + 2s + 52 +
+    // gemv::LATENCY (61 before the logit stage was pipelined).
+    let first_v = t0 + s * nb + 2 * s + 53 + gemv::LATENCY;
     out.resize(first_v, KernelCycle::default());
     for v in row_beats(&query.v, d, lanes, pad) {
         out.push(KernelCycle {

@@ -1,26 +1,37 @@
 //! `LogitScale`: the logit of a dot product, `attention::engine::logit`'s
 //! last step in hardware: `sat_i32((dot · c) >> 28)` (floor shift) for a
-//! 70-bit signed `dot` and a u32 scale `c`. Stages 6–10 of
+//! 70-bit signed `dot` and a u32 scale `c`. The last stages of
 //! [`GemvUnit`](crate::GemvUnit), which instantiates it, and the output
-//! stage of the dim-score unit (`DimScore`).
+//! stage of [`DimScore`](crate::DimScore).
 //!
-//! [`LATENCY`] = 5 register stages, one logit per clock: the inputs
-//! sampled at clock edge t give `out_valid`/`out_logit` after edge t + 4.
+//! [`LATENCY`] = 8 register stages, one logit per clock: the inputs
+//! sampled at clock edge t give `out_valid`/`out_logit` after edge t + 7.
+//! Every stage is short enough for 285 MHz on the 7 series by the
+//! estimate of `cargo xtask hdl synth` (no carry chain over 53 bits, at
+//! most three LUT levels besides one):
 //!
-//! 1. `|dot|` and its sign.
-//! 2. `|dot| · c` as 5 × 2 partial products of 16 × 16 bits (rust-hdl
-//!    0.46 multiplies only 16 × 16 bits; yosys maps each to a DSP48).
-//! 3. Two 104-bit partial sums, one per limb of `c`.
-//! 4. Their sum `P = |dot| · c` (< 2^101).
-//! 5. Shift and saturate: `P >> 28` when dot ≥ 0, `−⌈P / 2^28⌉` (the
-//!    floor of the negative value) when dot < 0, clamped to i32.
+//! 1. `|dot|`, low half: the two's complement of the low 35 bits with its
+//!    carry out, the high half inverted (when dot < 0).
+//! 2. `|dot|`, high half: plus the carry.
+//! 3. `|dot| · c` as 5 × 2 partial products of 16 × 16 bits (rust-hdl
+//!    0.46 multiplies only 16 × 16 bits; yosys maps each to a DSP48 with
+//!    its M register).
+//! 4. The ten products as four non-overlapping concatenations (even and
+//!    odd limbs of `|dot|` per limb of `c`), reduced to two by two
+//!    carry-save adders (bitwise, no carry chain).
+//! 5. `P = |dot| · c` (< 2^101), low 52 bits with their carry.
+//! 6. The high 52 bits.
+//! 7. `h = P >> 28`, `z = (P mod 2^28 ≠ 0)`, and whether the logit
+//!    saturates: dot ≥ 0 gives `h` clamped at 2^31 − 1; dot < 0 gives
+//!    `−⌈P / 2^28⌉ = −(h + z)`, clamped at −2^31.
+//! 8. The logit: `h`, or `!h + !z` (= −(h + z) in 32 bits), or the clamp.
 
 use rust_hdl::prelude::*;
 
 use crate::gemv::{ACC_BITS, PROD_BITS, Widen};
 
 /// Register stages from the inputs to the logit.
-pub const LATENCY: usize = 5;
+pub const LATENCY: usize = 8;
 
 /// `sat_i32((dot · c) >> 28)`; see the module docs.
 #[derive(LogicBlock, Default, Debug)]
@@ -37,30 +48,47 @@ pub struct LogitScale {
     pub out_valid: Signal<Out, Bit>,
     /// The logit (i32 bits, Q16).
     pub out_logit: Signal<Out, Bits<32>>,
-    // Stage 6: |dot|.
-    s6_valid: DFF<Bit>,
-    s6_neg: DFF<Bit>,
-    s6_abs: DFF<Bits<ACC_BITS>>,
-    s6_c: DFF<Bits<32>>,
+    /// Valid and sign, per stage 1..=7.
+    v: [DFF<Bit>; 7],
+    neg: [DFF<Bit>; 7],
+    // Stage 1.
+    lo36: Signal<Local, Bits<36>>,
+    a_lo: DFF<Bits<35>>,
+    a_cy: DFF<Bit>,
+    a_hi: DFF<Bits<35>>,
+    a_c: DFF<Bits<32>>,
+    // Stage 2.
+    b_abs: DFF<Bits<ACC_BITS>>,
+    b_c: DFF<Bits<32>>,
+    hi_sum: Signal<Local, Bits<35>>,
+    // Stage 3.
     dot_limb: [Signal<Local, Bits<16>>; 5],
     c_limb: [Signal<Local, Bits<16>>; 2],
-    // Stage 7: |dot| · c partial products, index 2a + b.
-    s7_valid: DFF<Bit>,
-    s7_neg: DFF<Bit>,
-    s7_pp: [DFF<Bits<32>>; 10],
-    // Stage 8: partial sums by c limb.
-    s8_valid: DFF<Bit>,
-    s8_neg: DFF<Bit>,
-    s8_r: [DFF<Bits<PROD_BITS>>; 2],
-    // Stage 9: P = |dot| · c.
-    s9_valid: DFF<Bit>,
-    s9_neg: DFF<Bit>,
-    s9_p: DFF<Bits<PROD_BITS>>,
-    // Stage 10: the logit.
-    u: Signal<Local, Bits<PROD_BITS>>,
-    u_lo: Signal<Local, Bits<32>>,
-    sat_pos: Signal<Local, Bit>,
-    sat_neg: Signal<Local, Bit>,
+    c_pp: [DFF<Bits<32>>; 10],
+    // Stage 4.
+    t: [Signal<Local, Bits<PROD_BITS>>; 4],
+    s1: Signal<Local, Bits<PROD_BITS>>,
+    c1: Signal<Local, Bits<PROD_BITS>>,
+    d_s: DFF<Bits<PROD_BITS>>,
+    d_c: DFF<Bits<PROD_BITS>>,
+    // Stage 5.
+    lo53: Signal<Local, Bits<53>>,
+    e_lo: DFF<Bits<52>>,
+    e_cy: DFF<Bit>,
+    e_shi: DFF<Bits<52>>,
+    e_chi: DFF<Bits<52>>,
+    // Stage 6.
+    f_hi: DFF<Bits<52>>,
+    f_lo: DFF<Bits<52>>,
+    f_hi_sum: Signal<Local, Bits<52>>,
+    // Stage 7.
+    p: Signal<Local, Bits<PROD_BITS>>,
+    h: Signal<Local, Bits<76>>,
+    g_h32: DFF<Bits<32>>,
+    g_z: DFF<Bit>,
+    g_satp: DFF<Bit>,
+    g_satn: DFF<Bit>,
+    // Stage 8.
     out_valid_r: DFF<Bit>,
     out_logit_r: DFF<Bits<32>>,
 }
@@ -71,95 +99,143 @@ impl Logic for LogitScale {
         dff_setup!(
             self,
             clock,
-            s6_valid,
-            s6_neg,
-            s6_abs,
-            s6_c,
-            s7_valid,
-            s7_neg,
-            s8_valid,
-            s8_neg,
-            s9_valid,
-            s9_neg,
-            s9_p,
+            a_lo,
+            a_cy,
+            a_hi,
+            a_c,
+            b_abs,
+            b_c,
+            d_s,
+            d_c,
+            e_lo,
+            e_cy,
+            e_shi,
+            e_chi,
+            f_hi,
+            f_lo,
+            g_h32,
+            g_z,
+            g_satp,
+            g_satn,
             out_valid_r,
             out_logit_r
         );
+        for k in 0..7 {
+            self.v[k].clock.next = self.clock.val();
+            self.neg[k].clock.next = self.clock.val();
+        }
         for p in 0..10 {
-            self.s7_pp[p].clock.next = self.clock.val();
-            self.s7_pp[p].d.next = self.s7_pp[p].q.val();
+            self.c_pp[p].clock.next = self.clock.val();
         }
-        for b in 0..2 {
-            self.s8_r[b].clock.next = self.clock.val();
-            self.s8_r[b].d.next = self.s8_r[b].q.val();
+        self.v[0].d.next = self.in_valid.val();
+        self.neg[0].d.next = self.in_dot.val().get_bit(69);
+        for k in 1..7 {
+            self.v[k].d.next = self.v[k - 1].q.val();
+            self.neg[k].d.next = self.neg[k - 1].q.val();
         }
 
-        // Stage 6: |dot| and its sign (bit 69 = ACC_BITS − 1: the code
-        // generator prints a named constant as a signal name).
-        self.s6_valid.d.next = self.in_valid.val();
-        self.s6_neg.d.next = self.in_dot.val().get_bit(69);
-        self.s6_abs.d.next = self.in_dot.val();
+        // Stage 1: |dot| low half and carry; high half inverted.
+        self.lo36.next = self.in_dot.val().get_bits::<35>(0).to_bits::<36>();
+        self.a_hi.d.next = self.in_dot.val().get_bits::<35>(35);
         if self.in_dot.val().get_bit(69) {
-            self.s6_abs.d.next = !self.in_dot.val() + 1;
+            self.lo36.next = (!self.in_dot.val().get_bits::<35>(0)).to_bits::<36>() + 1;
+            self.a_hi.d.next = !self.in_dot.val().get_bits::<35>(35);
         }
-        self.s6_c.d.next = self.in_c.val();
+        self.a_lo.d.next = self.lo36.val().get_bits::<35>(0);
+        self.a_cy.d.next = self.lo36.val().get_bit(35);
+        self.a_c.d.next = self.in_c.val();
 
-        // Stage 7: |dot| · c, 5 × 2 partial products of 16 × 16 bits.
+        // Stage 2: |dot| high half.
+        self.hi_sum.next = self.a_hi.q.val();
+        if self.a_cy.q.val() {
+            self.hi_sum.next = self.a_hi.q.val() + 1;
+        }
+        self.b_abs.d.next =
+            (self.hi_sum.val().to_bits::<70>() << 35) | self.a_lo.q.val().to_bits::<70>();
+        self.b_c.d.next = self.a_c.q.val();
+
+        // Stage 3: |dot| · c, 5 × 2 partial products of 16 × 16 bits.
         for a in 0..4 {
-            self.dot_limb[a].next = self.s6_abs.q.val().get_bits::<16>(16 * a);
+            self.dot_limb[a].next = self.b_abs.q.val().get_bits::<16>(16 * a);
         }
         for a in 4..5 {
-            self.dot_limb[a].next = self.s6_abs.q.val().get_bits::<6>(16 * a).to_bits::<16>();
+            self.dot_limb[a].next = self.b_abs.q.val().get_bits::<6>(16 * a).to_bits::<16>();
         }
         for b in 0..2 {
-            self.c_limb[b].next = self.s6_c.q.val().get_bits::<16>(16 * b);
+            self.c_limb[b].next = self.b_c.q.val().get_bits::<16>(16 * b);
         }
         for a in 0..5 {
             for b in 0..2 {
-                self.s7_pp[2 * a + b].d.next = self.dot_limb[a].val() * self.c_limb[b].val();
+                self.c_pp[2 * a + b].d.next = self.dot_limb[a].val() * self.c_limb[b].val();
             }
         }
-        self.s7_valid.d.next = self.s6_valid.q.val();
-        self.s7_neg.d.next = self.s6_neg.q.val();
 
-        // Stage 8: Σ_a pp[a][b] · 2^(16a) for each c limb b.
-        for b in 0..2 {
-            self.s8_r[b].d.next = self.s7_pp[b].q.val().to_bits::<PROD_BITS>()
-                + (self.s7_pp[2 + b].q.val().to_bits::<PROD_BITS>() << 16)
-                + (self.s7_pp[4 + b].q.val().to_bits::<PROD_BITS>() << 32)
-                + (self.s7_pp[6 + b].q.val().to_bits::<PROD_BITS>() << 48)
-                + (self.s7_pp[8 + b].q.val().to_bits::<PROD_BITS>() << 64);
+        // Stage 4: the products as four sums without overlap (limb a of
+        // |dot| at 16a, limb b of c at 16b), then two carry-save adders.
+        // (Literal widths: the code generator prints a named constant as a
+        // signal name; 104 = PROD_BITS.)
+        self.t[0].next = (self.c_pp[8].q.val().to_bits::<104>() << 64)
+            | (self.c_pp[4].q.val().to_bits::<104>() << 32)
+            | self.c_pp[0].q.val().to_bits::<104>();
+        self.t[1].next = (self.c_pp[6].q.val().to_bits::<104>() << 48)
+            | (self.c_pp[2].q.val().to_bits::<104>() << 16);
+        self.t[2].next = (self.c_pp[9].q.val().to_bits::<104>() << 80)
+            | (self.c_pp[5].q.val().to_bits::<104>() << 48)
+            | (self.c_pp[1].q.val().to_bits::<104>() << 16);
+        self.t[3].next = (self.c_pp[7].q.val().to_bits::<104>() << 64)
+            | (self.c_pp[3].q.val().to_bits::<104>() << 32);
+        self.s1.next = self.t[0].val() ^ self.t[1].val() ^ self.t[2].val();
+        self.c1.next = ((self.t[0].val() & self.t[1].val())
+            | (self.t[0].val() & self.t[2].val())
+            | (self.t[1].val() & self.t[2].val()))
+            << 1;
+        self.d_s.d.next = self.s1.val() ^ self.c1.val() ^ self.t[3].val();
+        self.d_c.d.next = ((self.s1.val() & self.c1.val())
+            | (self.s1.val() & self.t[3].val())
+            | (self.c1.val() & self.t[3].val()))
+            << 1;
+
+        // Stage 5: P, low 52 bits.
+        self.lo53.next = self.d_s.q.val().get_bits::<52>(0).to_bits::<53>()
+            + self.d_c.q.val().get_bits::<52>(0).to_bits::<53>();
+        self.e_lo.d.next = self.lo53.val().get_bits::<52>(0);
+        self.e_cy.d.next = self.lo53.val().get_bit(52);
+        self.e_shi.d.next = self.d_s.q.val().get_bits::<52>(52);
+        self.e_chi.d.next = self.d_c.q.val().get_bits::<52>(52);
+
+        // Stage 6: P, high 52 bits.
+        self.f_hi_sum.next = self.e_shi.q.val() + self.e_chi.q.val();
+        if self.e_cy.q.val() {
+            self.f_hi_sum.next = self.e_shi.q.val() + self.e_chi.q.val() + 1;
         }
-        self.s8_valid.d.next = self.s7_valid.q.val();
-        self.s8_neg.d.next = self.s7_neg.q.val();
+        self.f_hi.d.next = self.f_hi_sum.val();
+        self.f_lo.d.next = self.e_lo.q.val();
 
-        // Stage 9: P = |dot| · c.
-        self.s9_p.d.next = self.s8_r[0].q.val() + (self.s8_r[1].q.val() << 16);
-        self.s9_valid.d.next = self.s8_valid.q.val();
-        self.s9_neg.d.next = self.s8_neg.q.val();
+        // Stage 7: h = P >> 28, z, and the saturation flags.
+        self.p.next = (self.f_hi.q.val().to_bits::<104>() << 52) | self.f_lo.q.val().to_bits::<104>();
+        self.h.next = (self.p.val() >> 28).get_bits::<76>(0);
+        self.g_h32.d.next = self.h.val().get_bits::<32>(0);
+        self.g_z.d.next = self.p.val().get_bits::<28>(0).any();
+        self.g_satp.d.next = self.h.val().get_bits::<45>(31).any();
+        // −(h + z) < −2^31: h > 2^31, or h = 2^31 and z.
+        self.g_satn.d.next = self.h.val().get_bits::<44>(32).any()
+            | (self.h.val().get_bit(31)
+                & (self.h.val().get_bits::<31>(0).any() | self.p.val().get_bits::<28>(0).any()));
 
-        // Stage 10: floor shift and saturation. dot ≥ 0: u = P >> 28, the
-        // logit, clamped at 2^31 − 1. dot < 0: u = ⌈P / 2^28⌉, the logit
-        // −u, clamped at −2^31.
-        self.u.next = self.s9_p.q.val() >> 28;
-        if self.s9_neg.q.val() {
-            self.u.next = (self.s9_p.q.val() + 0x0FFF_FFFF) >> 28;
-        }
-        self.u_lo.next = self.u.val().get_bits::<32>(0);
-        self.sat_pos.next = self.u.val().get_bits::<73>(31).any();
-        self.sat_neg.next = self.u.val().get_bits::<72>(32).any()
-            | (self.u.val().get_bit(31) & self.u.val().get_bits::<31>(0).any());
-        self.out_valid_r.d.next = self.s9_valid.q.val();
-        if self.s9_neg.q.val() {
-            if self.sat_neg.val() {
+        // Stage 8: the logit.
+        self.out_valid_r.d.next = self.v[6].q.val();
+        if self.neg[6].q.val() {
+            if self.g_satn.q.val() {
                 self.out_logit_r.d.next = 0x8000_0000_u64.into();
+            } else if self.g_z.q.val() {
+                self.out_logit_r.d.next = !self.g_h32.q.val();
             } else {
-                self.out_logit_r.d.next = !self.u_lo.val() + 1;
+                self.out_logit_r.d.next = !self.g_h32.q.val() + 1;
             }
-        } else if self.sat_pos.val() {
+        } else if self.g_satp.q.val() {
             self.out_logit_r.d.next = 0x7FFF_FFFF.into();
         } else {
-            self.out_logit_r.d.next = self.u_lo.val();
+            self.out_logit_r.d.next = self.g_h32.q.val();
         }
         self.out_valid.next = self.out_valid_r.q.val();
         self.out_logit.next = self.out_logit_r.q.val();

@@ -57,7 +57,7 @@ impl RadixPlan {
     /// Clocks of the hardware unit (`hdl::SelectK`, 8-bit digits) from
     /// its `start` clock to its `done` clock inclusive, as measured in its
     /// co-simulation: 1 (start) + n + 1 (flush) + 1 (setup); when
-    /// 0 < k < n, shifts + 1 and per pass n + 9 plus its bins; then, when
+    /// 0 < k < n, shifts + 1 and per pass n + 11 plus its bins; then, when
     /// k > 0, n + 4 (emit) or 1 with no keys.
     pub fn clocks(&self) -> u64 {
         let n = u64::from(self.n);

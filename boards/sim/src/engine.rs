@@ -8,7 +8,7 @@
 //! - GeMV (logits, weighted sums): each dot product or value row of width
 //!   w takes ⌈w / L⌉ beats on a `GemvUnit<L>` (L = 8, one beat per clock,
 //!   measured), `units` of them share the work (model choice: 8 units =
-//!   64 lanes), plus the unit's pipeline latency (9 clocks, measured);
+//!   64 lanes), plus the unit's pipeline latency (12 clocks, measured);
 //! - softmax: `3·n + 51` clocks for n logits (measured: load/max, weigh
 //!   and sum, a 33-step divider, emit);
 //! - top-k: the clocks of `SelectK` (the engine's radix select, any k over
@@ -42,8 +42,9 @@ pub struct EngineModel {
     pub lanes: u16,
     /// Lanes of one `GemvUnit` (8: the synthesized `hdl` unit).
     pub lanes_per_unit: u16,
-    /// GeMV pipeline latency per call: 9 clocks (measured on `GemvUnit<8>`:
-    /// first beat to logit is ⌈d/8⌉ + 9 clocks inclusive).
+    /// GeMV pipeline latency per call: 12 clocks (measured on `GemvUnit<8>`:
+    /// first beat to logit is ⌈d/8⌉ + 12 clocks inclusive, with the logit
+    /// stage pipelined for 285 MHz).
     pub gemv_fill_cycles: u64,
     /// Softmax clocks per logit: 3 (measured).
     pub softmax_cycles_per_elem: u64,
@@ -59,7 +60,7 @@ impl Default for EngineModel {
             clock_hz: 285_000_000,
             lanes: 64,
             lanes_per_unit: 8,
-            gemv_fill_cycles: 9,
+            gemv_fill_cycles: 12,
             softmax_cycles_per_elem: 3,
             softmax_latency_cycles: 51,
             topk_keys: 1 << 15,
@@ -235,14 +236,14 @@ mod tests {
     fn cycles_follow_the_measured_hdl_formulas() {
         let m = EngineModel::default();
         // 4 heads × 128 rows of 64 dims: 512 dot products of 8 beats each
-        // on a GemvUnit<8>, spread over 8 units, plus the 9-clock latency.
+        // on a GemvUnit<8>, spread over 8 units, plus the 12-clock latency.
         let w = EngineWork {
             macs: 4 * 128 * 64,
             dots: 4 * 128,
             bytes_in: 128 * 64 * 2,
             ..EngineWork::default()
         };
-        assert_eq!(m.cycles(EngineUnit::Gemv, w), 512 * 8 / 8 + 9);
+        assert_eq!(m.cycles(EngineUnit::Gemv, w), 512 * 8 / 8 + 12);
         // A width that is not a multiple of the unit's lanes rounds up.
         let w = EngineWork {
             macs: 10 * 100,
@@ -251,7 +252,7 @@ mod tests {
         };
         assert_eq!(
             m.cycles(EngineUnit::Gemv, w),
-            (10 * 13usize).div_ceil(8) as u64 + 9
+            (10 * 13usize).div_ceil(8) as u64 + 12
         );
         assert_eq!(m.cycles(EngineUnit::Gemv, EngineWork::default()), 0);
         // Softmax 3n + 51 (hdl/ co-simulation).
@@ -265,7 +266,7 @@ mod tests {
         let keys: Vec<u64> = (0..1000u64).map(|i| (i * 7919) % 1000).collect();
         let p = radix_plan(&keys, 63);
         assert_eq!((p.shifts, p.passes, p.bins), (54, 2, 256 + 4));
-        let want = 3 + 1000 + (54 + 1) + 2 * (1000 + 7) + 260 + 1000 + 2;
+        let want = 3 + 1000 + (54 + 1) + 2 * (1000 + 11) + 260 + 1000 + 4;
         assert_eq!(m.topk_cycles(&keys, 63), want);
         // k = 64 ends after the first pass: the 16 top bins hold exactly it.
         assert_eq!(radix_plan(&keys, 64).passes, 1);
