@@ -53,6 +53,7 @@ pub struct LogitScale {
     neg: [DFF<Bit>; 7],
     // Stage 1.
     lo36: Signal<Local, Bits<36>>,
+    inv_lo: Signal<Local, Bits<35>>,
     a_lo: DFF<Bits<35>>,
     a_cy: DFF<Bit>,
     a_hi: DFF<Bits<35>>,
@@ -83,6 +84,7 @@ pub struct LogitScale {
     f_hi_sum: Signal<Local, Bits<52>>,
     // Stage 7.
     p: Signal<Local, Bits<PROD_BITS>>,
+    p_sh: Signal<Local, Bits<PROD_BITS>>,
     h: Signal<Local, Bits<76>>,
     g_h32: DFF<Bits<32>>,
     g_z: DFF<Bit>,
@@ -137,8 +139,11 @@ impl Logic for LogitScale {
         // Stage 1: |dot| low half and carry; high half inverted.
         self.lo36.next = self.in_dot.val().get_bits::<35>(0).to_bits::<36>();
         self.a_hi.d.next = self.in_dot.val().get_bits::<35>(35);
+        // (The inverse in a signal of its own: inline, the generated
+        // Verilog would widen before inverting and set bit 35.)
+        self.inv_lo.next = !self.in_dot.val().get_bits::<35>(0);
         if self.in_dot.val().get_bit(69) {
-            self.lo36.next = (!self.in_dot.val().get_bits::<35>(0)).to_bits::<36>() + 1;
+            self.lo36.next = self.inv_lo.val().to_bits::<36>() + 1;
             self.a_hi.d.next = !self.in_dot.val().get_bits::<35>(35);
         }
         self.a_lo.d.next = self.lo36.val().get_bits::<35>(0);
@@ -212,8 +217,10 @@ impl Logic for LogitScale {
         self.f_lo.d.next = self.e_lo.q.val();
 
         // Stage 7: h = P >> 28, z, and the saturation flags.
-        self.p.next = (self.f_hi.q.val().to_bits::<104>() << 52) | self.f_lo.q.val().to_bits::<104>();
-        self.h.next = (self.p.val() >> 28).get_bits::<76>(0);
+        self.p.next =
+            (self.f_hi.q.val().to_bits::<104>() << 52) | self.f_lo.q.val().to_bits::<104>();
+        self.p_sh.next = self.p.val() >> 28;
+        self.h.next = self.p_sh.val().get_bits::<76>(0);
         self.g_h32.d.next = self.h.val().get_bits::<32>(0);
         self.g_z.d.next = self.p.val().get_bits::<28>(0).any();
         self.g_satp.d.next = self.h.val().get_bits::<45>(31).any();

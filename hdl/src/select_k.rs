@@ -368,8 +368,7 @@ impl<const A: usize> Logic for SelectK<A> {
         self.keys.write_data.next = self.in_key.val();
 
         // Histogram: Hist reads the bin of each candidate and writes it
-        // back plus one (forwarding the last write for back-to-back keys
-        // in one bin); Scan reads from `sb` and clears what it read.
+        // back plus one; Scan reads from `sb` and clears what it read.
         // The RAM's output is registered (`hd`) before anything uses it, so
         // a read-modify-write spans two edges: the count read for a key
         // misses the two writes before it, which are forwarded (`w1` the
