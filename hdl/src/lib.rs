@@ -10,17 +10,18 @@
 //! |----------------------------|-----------------|-----------------------------------------------------------------|------------------------------|
 //! | [`NfcFilter`]              | `nfc_filter.rs` | drops unselected rows / row tails of a page as it streams past  | 1 element (16 bit) per clock |
 //! | [`ArgTopK`]                | `argtopk.rs`    | top-k of (u64 key, u32 index); larger key, ties → lower index   | 1 key per clock; n + 2·min(k,n) + 4 clocks from `start` to `done` |
+//! | [`LogitScale`]             | `logit_scale.rs`| sat_i32((dot · c) >> 28) of a 70-bit dot: the GeMV's last stages, the dim scores' output | 1 logit per clock; 8 clocks latency |
 //! | [`SelectK`]                | `select_k.rs`   | top-k of any k over n ≤ 32K u64 keys (index = arrival order), radix select in block RAM; the same order and ties as `ArgTopK` | 1 key per clock in; ≈ (3 + passes)·n clocks, passes from the keys (`select_k::cycles`) |
 //! | [`FxMul`]                  | `fx_mul.rs`     | term = ±x·fx(h) in W bits (x u32, fx(h) = ±m·2^sh from `FxDecode`): the multiply stage of `GemvUnit` and `WeightedSum` | 1 term per clock; out 2 clock edges after its inputs |
-//! | [`GemvUnit`]               | `gemv.rs`       | logit = sat_i32((Σ q·fx(k) · c) >> 28) per fp16 key row, q ≤ 256 | 8 lanes (fp16) per clock; ⌈d/8⌉ clocks per row + 9 clocks latency |
+//! | [`GemvUnit`]               | `gemv.rs`       | logit = sat_i32((Σ q·fx(k) · c) >> 28) per fp16 key row, q ≤ 256 | 8 lanes (fp16) per clock; ⌈d/8⌉ clocks per row + 12 clocks latency |
 //! | [`Softmax`]                | `softmax.rs`    | Q16 logits → Q0.30 probabilities (n ≤ 8192, logits in BRAM)     | 1 logit per clock in and out; 3n + 51 clocks from `start` to `done` |
 //! | [`WeightedSum`]            | `weighted_sum.rs` | acc_i += p·fx(v_i) per row (d ≤ 256, i64 sums), then `finish` with α, v̄ | 8 lanes (fp16) per clock; ⌈d/8⌉ clocks per row; finish ⌈d/8⌉ clocks + 6 latency, 8 outputs per clock |
 //! | [`BoundRow`]               | `bound_row.rs`  | PAGES's bound row: per lane `max` where q ≥ 0, `min` where q < 0, from a page summary, in front of the GeMV lanes | 8 lanes (fp16) per clock; 1 clock latency |
 //! | [`DimScore`]               | `dim_score.rs`  | SparF's approximate-score pass: the chosen dims' rows of the dim-indexed K copy (8 tokens of one dim per beat) → a running dot per token in block RAM → `sat_i32((dot·c) >> 28)` per token (S ≤ 32K) | 8 MACs (one beat) per clock; s + 15 clocks from `flush` to `done` |
 //! | [`SketchRow`]              | `sketch_row.rs` | PAGES's sketch row: per lane the level its 1- or 2-bit code picks from the page's level table, in front of the GeMV lanes | 8 lanes (fp16) per clock; 1 clock latency |
-//! | [`AttentionKernel`]        | `kernel.rs`     | one head's dense attention: K rows → GeMV → softmax → p RAM, V rows → weighted sum → d outputs (S ≤ 8192, d ≤ 256) | 8 lanes (fp16) per clock; 2·S·⌈d/8⌉ + 2S + ⌈d/8⌉ + 69 clocks from `start` to `done` |
+//! | [`AttentionKernel`]        | `kernel.rs`     | one head's dense attention: K rows → GeMV → softmax → p RAM, V rows → weighted sum → d outputs (S ≤ 8192, d ≤ 256) | 8 lanes (fp16) per clock; 2·S·⌈d/8⌉ + 2S + ⌈d/8⌉ + 72 clocks from `start` to `done` |
 //!
-//! | [`Engine`]                 | `engine.rs`     | top level: `CH` channel filters → per-kernel packers → two kernels (on demand), argtopk, DMA streams, AXI4-Lite registers (map in [`engine`]) | 1 element per clock per channel; a job ≈ K + V page elements + 2S + ⌈d/8⌉ + ~75 clocks |
+//! | [`Engine`]                 | `engine.rs`     | top level: `CH` channel filters → per-kernel packers → two kernels (on demand), the top-k (`SelectK`), DMA streams, AXI4-Lite registers (map in [`engine`]) | 1 element per clock per channel; a job ≈ K + V page elements + 2S + ⌈d/8⌉ + ~75 clocks |
 //!
 //! [`fx::FxDecode`] (`fx.rs`) is the fp16 → Fx decoder that `GemvUnit`
 //! and `WeightedSum` share, in front of [`FxMul`].
