@@ -10,7 +10,9 @@ use attention::testdata::SplitMix64;
 
 fn main() {
     let mut rng = SplitMix64::new(1);
-    println!("| S | logit spread | k | skipped bits | passes | clocks | clocks per key | µs at 285 MHz |");
+    println!(
+        "| S | logit spread | k | skipped bits | passes | clocks | clocks per key | µs at 285 MHz |"
+    );
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
     for s in [1024usize, 2048, 4096, 8192, 32768] {
         for sigma in [2.0f64, 4.0] {

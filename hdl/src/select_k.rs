@@ -42,15 +42,19 @@
 //! # Cycles
 //!
 //! From the `start` clock to the `done` clock inclusive, for the plan of
-//! the keys (`attention::engine::RadixPlan::clocks`, which the tests
-//! check clock for clock): 1 (start) + n + 1 (flush)
-//! + 1 (setup, then `done` at once when k = 0); when 0 < k < n, shifts + 1
-//! (normalise) and per pass n + 11 (pass start, n reads, the read,
-//! compare and histogram pipelines drain, the scan's registered reads,
-//! decide) plus its bins (256 for an 8-bit digit); then, when k > 0,
-//! n + 4 (emit: n reads through the registered read and compare stages,
-//! the last index) or 1 with no keys. For 32K token keys (< 2^41: 23
-//! shifts) and k = 4096, one to three passes: ≈ (3 + passes)·n clocks.
+//! the keys (`attention::engine::RadixPlan::clocks`, which the tests check
+//! clock for clock):
+//!
+//! * 1 (start) + n + 1 (flush) + 1 (setup, then `done` at once when k = 0);
+//! * when 0 < k < n: shifts + 1 (normalise), and per pass n + 11 (pass
+//!   start, n reads, the read, compare and histogram pipelines drain, the
+//!   scan's registered reads, decide) plus its bins (256 for an 8-bit
+//!   digit);
+//! * when k > 0: n + 4 (emit: n reads through the registered read and
+//!   compare stages, the last index), or 1 with no keys.
+//!
+//! About (3 + passes)·n clocks; SparF's token keys at 32K tokens and
+//! k = S/8 take five passes (`docs/hdl.md`).
 //!
 //! # Timing
 //!

@@ -97,8 +97,8 @@ struct Levels {
     muxf: u64,
     /// CARRY4 (7 series) or CARRY8 (UltraScale+) cells.
     carry4: u64,
-    /// DSP48 slices without a multiplier or output register (with one, a
-    /// DSP48 ends a path like a flip-flop and is left out of it).
+    /// DSP48 slices on the path: those without a multiplier or output
+    /// register (with one, a DSP48 ends a path like a flip-flop).
     dsp: u64,
     /// Other nodes (LUT RAM, shift registers, wiring cells).
     other: u64,
@@ -114,8 +114,7 @@ const TARGET_MHZ: f64 = 285.0;
 /// registers at both ends (clock to out, setup), 0.45 ns per LUT with its
 /// net, 0.3 ns per MUXF7/8, 0.5 ns into a carry chain and 0.12 ns per
 /// further CARRY4, 3.0 ns through a DSP48's multiplier and adder without
-/// its internal pipeline registers (every DSP48 of these blocks has its M
-/// register, so none is on a path: see [`unregistered_dsps`]).
+/// its internal pipeline registers.
 fn estimate_ns(l: &Levels) -> f64 {
     let carry = if l.carry4 == 0 {
         0.0
@@ -125,16 +124,15 @@ fn estimate_ns(l: &Levels) -> f64 {
     0.6 + 0.45 * (l.lut + l.other) as f64 + 0.3 * l.muxf as f64 + carry + 3.0 * l.dsp as f64
 }
 
-/// Counts the cells of `ltp`'s path listing: `luts`, `muxes` and
-/// `carries` are `select -list` outputs (`module/cell` per line); a
-/// multiplier cell left in fabric counts as a DSP's delay.
-fn parse_levels(ltp: &str, luts: &str, muxes: &str, carries: &str) -> Levels {
+/// Counts the cells of `ltp`'s path listing: `luts`, `muxes`, `carries`
+/// and `dsps` are `select -list` outputs (`module/cell` per line).
+fn parse_levels(ltp: &str, luts: &str, muxes: &str, carries: &str, dsps: &str) -> Levels {
     let names = |list: &str| -> std::collections::HashSet<String> {
         list.lines()
             .filter_map(|l| l.split_once('/').map(|(_, c)| c.trim().to_string()))
             .collect()
     };
-    let (luts, muxes, carries) = (names(luts), names(muxes), names(carries));
+    let (luts, muxes, carries, dsps) = (names(luts), names(muxes), names(carries), names(dsps));
     let mut r = Levels::default();
     let Some(at) = ltp.find("Longest topological path") else {
         return r;
@@ -154,8 +152,7 @@ fn parse_levels(ltp: &str, luts: &str, muxes: &str, carries: &str) -> Levels {
             r.muxf += 1;
         } else if carries.contains(cell) {
             r.carry4 += 1;
-        } else if cell.contains("$mul$") {
-            // A multiplier left in fabric: count it as a DSP48's delay.
+        } else if dsps.contains(cell) {
             r.dsp += 1;
         } else {
             r.other += 1;
@@ -170,24 +167,25 @@ fn synth_one(file: &Path, block: &str, family: &str) -> Result<(Resources, Level
     let luts = file.with_extension(format!("{family}.luts.txt"));
     let muxes = file.with_extension(format!("{family}.muxf.txt"));
     let carries = file.with_extension(format!("{family}.carry.txt"));
-    let dsp_dump = file.with_extension(format!("{family}.dsp-params.txt"));
+    let dsps = file.with_extension(format!("{family}.dsp.txt"));
     // No I/O buffers (a block's ports are wires inside the top), and the
-    // path leaves out flip-flops, block RAMs and DSP48s (registered ports;
-    // the DSPs' registers are checked from their parameters) and the clock
-    // buffer.
+    // path leaves out flip-flops, block RAMs, DSP48s with an M or P
+    // register (registered ports) and the clock buffer; a DSP48 without
+    // either stays on the path as combinational logic.
     let script = format!(
         "read_verilog {}; synth_xilinx -flatten -noiopad -family {family} -top {block}; \
          tee -q -o {} stat; \
-         tee -q -o {} ltp -noff * t:FD* %d t:RAMB* %d t:BUFG* %d t:DSP48* %d; \
+         tee -q -o {} ltp -noff * t:FD* %d t:RAMB* %d t:BUFG* %d \
+         t:DSP48* r:MREG!=0 %i %d t:DSP48* r:PREG!=0 %i %d; \
          tee -q -o {} select -list t:LUT*; tee -q -o {} select -list t:MUXF*; \
-         tee -q -o {} select -list t:CARRY*; tee -q -o {} dump t:DSP48*",
+         tee -q -o {} select -list t:CARRY*; tee -q -o {} select -list t:DSP48*",
         file.display(),
         stat.display(),
         ltp.display(),
         luts.display(),
         muxes.display(),
         carries.display(),
-        dsp_dump.display()
+        dsps.display()
     );
     let log = file.with_extension(format!("{family}.yosys.log"));
     let log_file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
@@ -197,23 +195,14 @@ fn synth_one(file: &Path, block: &str, family: &str) -> Result<(Resources, Level
             .stdout(log_file),
     )?;
     let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
-    let mut levels = parse_levels(
+    let levels = parse_levels(
         &read(&ltp)?,
         &read(&luts)?,
         &read(&muxes)?,
         &read(&carries)?,
+        &read(&dsps)?,
     );
-    levels.dsp += unregistered_dsps(&read(&dsp_dump)?);
     Ok((parse_stat(&read(&stat)?), levels))
-}
-
-/// DSP48 cells in a yosys `dump` without an M or P register: each would
-/// put its multiplier on a path of its own.
-fn unregistered_dsps(dump: &str) -> u64 {
-    dump.split("  cell ")
-        .skip(1)
-        .filter(|cell| !cell.contains("MREG 1'1") && !cell.contains("PREG 1'1"))
-        .count() as u64
 }
 
 /// The path estimate of a 7-series row: ns, the clock it allows, and
@@ -300,7 +289,8 @@ Longest topological path in top (length=5):
         let luts = "top/$abc$1$lut_a\ntop/$abc$1$lut_b\ntop/$abc$1$lut_c\n";
         let muxes = "top/$abc$1$lut_c.mux7\n";
         let carries = "top/$alu$2.slice[0].carry4\n";
-        let l = parse_levels(ltp, luts, muxes, carries);
+        let dsps = "top/$mul$x.v:1$q\n";
+        let l = parse_levels(ltp, luts, muxes, carries, dsps);
         assert_eq!(
             l,
             Levels {
@@ -316,13 +306,9 @@ Longest topological path in top (length=5):
         assert!(timing("xc7", &l).ends_with("misses 285"));
         assert_eq!(timing("xcup", &l), "");
         assert_eq!(
-            parse_levels("no path", luts, muxes, carries),
+            parse_levels("no path", luts, muxes, carries, dsps),
             Levels::default()
         );
-        let dump = "  cell \\DSP48E1 $a\n    parameter \\MREG 1'1\n  end\n\
-                    \n  cell \\DSP48E1 $b\n    parameter \\MREG 1'0\n  end\n";
-        assert_eq!(unregistered_dsps(dump), 1);
-        assert_eq!(unregistered_dsps(""), 0);
     }
 
     #[test]
