@@ -67,6 +67,8 @@
 
 use rust_hdl::prelude::*;
 
+use crate::argtopk::TopKRun;
+
 /// Key RAM address bits of the synthesized and tested unit (32K keys).
 pub const SYNTH_ADDR_BITS: usize = 15;
 /// Keys the synthesized unit holds.
@@ -660,17 +662,9 @@ impl<const A: usize> SelectK<A> {
     }
 }
 
-/// What one run produced.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SelectRun {
-    /// Selected indices per `done`, in output order.
-    pub selections: Vec<Vec<u32>>,
-    /// Clocks from each selection's `start` to its `done` (inclusive).
-    pub clocks: Vec<usize>,
-}
-
-/// Runs `stim` through a fresh `SelectK<A>` in rust-hdl.
-pub fn run<const A: usize>(stim: &[SelectCycle]) -> SelectRun {
+/// Runs `stim` through a fresh `SelectK<A>` in rust-hdl: the selections
+/// and their clocks, as `ArgTopK`'s runs report them.
+pub fn run<const A: usize>(stim: &[SelectCycle]) -> TopKRun {
     let mut uut = SelectK::<A>::default();
     crate::sim::prepare(&mut uut);
     let (selections, clocks) = crate::sim::run_batches(
@@ -682,7 +676,7 @@ pub fn run<const A: usize>(stim: &[SelectCycle]) -> SelectRun {
         |u| u.out_valid.val().then(|| u.out_index.val().to_u32()),
         |u| u.done.val(),
     );
-    SelectRun { selections, clocks }
+    TopKRun { selections, clocks }
 }
 
 #[cfg(test)]

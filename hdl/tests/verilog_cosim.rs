@@ -240,20 +240,7 @@ fn verilog_argtopk_matches_model() {
         .flat_map(|(keys, k)| argtopk::stimulus(keys, *k, SYNTH_K_MAX))
         .collect();
     let lines = simulate("argtopk", stim.iter().map(|c| c.vector_line()));
-    let mut selections = vec![Vec::new()];
-    for l in &lines[..lines.len() - 1] {
-        let mut f = l.split(' ');
-        match f.next() {
-            Some("o") => {
-                let _clock = f.next();
-                let idx = u32::from_str_radix(f.next().expect("index"), 16).expect("hex");
-                selections.last_mut().expect("open").push(idx);
-            }
-            Some("d") => selections.push(Vec::new()),
-            other => panic!("bad line {other:?}"),
-        }
-    }
-    assert!(selections.pop().is_some_and(|s| s.is_empty()));
+    let selections = selections_of(&lines);
     assert_eq!(selections.len(), cases.len());
     for ((keys, k), got) in cases.iter().zip(&selections) {
         let mut want = Vec::new();
@@ -269,28 +256,29 @@ fn verilog_argtopk_matches_model() {
     );
 }
 
-/// Selections of `hdl::SelectK`'s Verilog from its output lines ("o" per
-/// index, "d" per done), one per case.
-fn selections_of(lines: &[String]) -> Vec<Vec<u32>> {
-    let mut selections = vec![Vec::new()];
-    let mut done_clocks = Vec::new();
+/// The values a testbench wrote ("o <clock> <hex>" per output, "d
+/// <clock>" per done), grouped by done: one group per case.
+fn outputs_by_done(lines: &[String]) -> Vec<Vec<u32>> {
+    let mut groups = vec![Vec::new()];
     for l in &lines[..lines.len() - 1] {
         let mut f = l.split(' ');
         match f.next() {
             Some("o") => {
                 let _clock = f.next();
-                let idx = u32::from_str_radix(f.next().expect("index"), 16).expect("hex");
-                selections.last_mut().expect("open").push(idx);
+                let v = u32::from_str_radix(f.next().expect("value"), 16).expect("hex");
+                groups.last_mut().expect("open").push(v);
             }
-            Some("d") => {
-                done_clocks.push(f.next().expect("clock").to_owned());
-                selections.push(Vec::new());
-            }
+            Some("d") => groups.push(Vec::new()),
             other => panic!("bad line {other:?}"),
         }
     }
-    assert!(selections.pop().is_some_and(|s| s.is_empty()));
-    selections
+    assert!(groups.pop().is_some_and(|g| g.is_empty()));
+    groups
+}
+
+/// The selections of a top-k testbench (`ArgTopK`, `SelectK`).
+fn selections_of(lines: &[String]) -> Vec<Vec<u32>> {
+    outputs_by_done(lines)
 }
 
 #[test]
@@ -386,20 +374,10 @@ fn verilog_dim_score_matches_model() {
         .collect();
     let stim: Vec<DimCycle> = heads.iter().flat_map(|h| h.stimulus()).collect();
     let lines = simulate("dim_score", stim.iter().map(|c| c.vector_line()));
-    let mut heads_out = vec![Vec::new()];
-    for l in &lines[..lines.len() - 1] {
-        let mut f = l.split(' ');
-        match f.next() {
-            Some("o") => {
-                let _clock = f.next();
-                let v = u32::from_str_radix(f.next().expect("logit"), 16).expect("hex");
-                heads_out.last_mut().expect("open").push(v as i32);
-            }
-            Some("d") => heads_out.push(Vec::new()),
-            other => panic!("bad line {other:?}"),
-        }
-    }
-    assert!(heads_out.pop().is_some_and(|h| h.is_empty()));
+    let heads_out: Vec<Vec<i32>> = outputs_by_done(&lines)
+        .into_iter()
+        .map(|h| h.into_iter().map(|v| v as i32).collect())
+        .collect();
     assert_eq!(heads_out.len(), heads.len());
     for ((h, got), shape) in heads.iter().zip(&heads_out).zip(&shapes) {
         assert!(*got == h.want(), "shape {shape:?}");
