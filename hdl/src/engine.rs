@@ -93,7 +93,7 @@
 //! k ∈ {0, 1}, c < CH, w ∈ 0..4. SOFT_RESET (other CTRL bits ignored in
 //! that write) returns every RW register, the routes and the
 //! sticky bits to reset values; it does not abort a running kernel or
-//! argtopk (the blocks have no reset; their `start` restarts them).
+//! top-k unit (the blocks have no reset; their `start` restarts them).
 //!
 //! # Cycles
 //!
@@ -101,8 +101,9 @@
 //! passes each take the longer of the page stream (page elements / 8
 //! clocks) and the GeMV (S·⌈d/8⌉ clocks for S kept rows), then softmax
 //! adds 2S + 50 and the driver's reaction to K*_VREADY a few more: S = 25
-//! kept of 40 tokens at d = 64 in 64-element rows takes 745 clocks from
-//! START to K*_DONE (the kernel alone, fed back to back: 527).
+//! kept of 40 tokens at d = 64 in 64-element rows takes 747 clocks from
+//! START to K*_DONE (the kernel alone, fed back to back: 530; 745 and 527
+//! before the logit stage was pipelined).
 
 use rust_hdl::prelude::*;
 
@@ -145,15 +146,15 @@ pub struct Engine<const CH: usize> {
     pub out1_valid: Signal<Out, Bit>,
     /// Kernel 1 output lanes.
     pub out1_data: [Signal<Out, Bits<32>>; LANES],
-    /// ArgTopK: a pair arrives.
+    /// Top-k: a key arrives (its index is the arrival order).
     pub topk_valid: Signal<In, Bit>,
-    /// ArgTopK: its key.
+    /// Top-k: the key.
     pub topk_key: Signal<In, Bits<64>>,
-    /// ArgTopK: no more pairs.
+    /// Top-k: no more keys.
     pub topk_flush: Signal<In, Bit>,
-    /// ArgTopK: a selected index leaves.
+    /// Top-k: a chosen index leaves (ascending).
     pub topk_out_valid: Signal<Out, Bit>,
-    /// ArgTopK: the index.
+    /// Top-k: the index.
     pub topk_out_index: Signal<Out, Bits<32>>,
     /// Any sticky done bit.
     pub irq: Signal<Out, Bit>,
@@ -578,7 +579,7 @@ impl<const CH: usize> Logic for Engine<CH> {
             }
         }
 
-        // ArgTopK.
+        // Top-k.
         self.topk.clock.next = self.clock.val();
         self.topk.start.next = self.topk_start_p.q.val();
         self.topk.k.next = self.topk_k.q.val();
