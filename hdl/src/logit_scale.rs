@@ -83,8 +83,7 @@ pub struct LogitScale {
     f_lo: DFF<Bits<52>>,
     f_hi_sum: Signal<Local, Bits<52>>,
     // Stage 7.
-    p: Signal<Local, Bits<PROD_BITS>>,
-    p_sh: Signal<Local, Bits<PROD_BITS>>,
+    lo_top: Signal<Local, Bits<52>>,
     h: Signal<Local, Bits<76>>,
     g_h32: DFF<Bits<32>>,
     g_z: DFF<Bit>,
@@ -216,18 +215,18 @@ impl Logic for LogitScale {
         self.f_hi.d.next = self.f_hi_sum.val();
         self.f_lo.d.next = self.e_lo.q.val();
 
-        // Stage 7: h = P >> 28, z, and the saturation flags.
-        self.p.next =
-            (self.f_hi.q.val().to_bits::<104>() << 52) | self.f_lo.q.val().to_bits::<104>();
-        self.p_sh.next = self.p.val() >> 28;
-        self.h.next = self.p_sh.val().get_bits::<76>(0);
+        // Stage 7: h = P >> 28 (the high half's 52 bits above the low
+        // half's top 24), z, and the saturation flags.
+        self.lo_top.next = self.f_lo.q.val() >> 28;
+        self.h.next = (self.f_hi.q.val().to_bits::<76>() << 24) | self.lo_top.val().to_bits::<76>();
         self.g_h32.d.next = self.h.val().get_bits::<32>(0);
-        self.g_z.d.next = self.p.val().get_bits::<28>(0).any();
+        self.g_z.d.next = self.f_lo.q.val().get_bits::<28>(0).any();
         self.g_satp.d.next = self.h.val().get_bits::<45>(31).any();
         // −(h + z) < −2^31: h > 2^31, or h = 2^31 and z.
         self.g_satn.d.next = self.h.val().get_bits::<44>(32).any()
             | (self.h.val().get_bit(31)
-                & (self.h.val().get_bits::<31>(0).any() | self.p.val().get_bits::<28>(0).any()));
+                & (self.h.val().get_bits::<31>(0).any()
+                    | self.f_lo.q.val().get_bits::<28>(0).any()));
 
         // Stage 8: the logit.
         self.out_valid_r.d.next = self.v[6].q.val();

@@ -202,8 +202,9 @@ pub struct SelectK<const A: usize> {
     width: DFF<Bits<4>>,
     top_bin: DFF<Bits<9>>,
     sp_next: Signal<Local, Bits<7>>,
-    clr_m1: Signal<Local, Bits<9>>,
-    shifted: Signal<Local, Bits<64>>,
+    below: Signal<Local, Bits<64>>,
+    digit: Signal<Local, Bits<8>>,
+    clr_lo: Signal<Local, Bits<8>>,
 }
 
 impl<const A: usize> Default for SelectK<A> {
@@ -297,8 +298,9 @@ impl<const A: usize> Default for SelectK<A> {
             width: Default::default(),
             top_bin: Default::default(),
             sp_next: Default::default(),
-            clr_m1: Default::default(),
-            shifted: Default::default(),
+            below: Default::default(),
+            digit: Default::default(),
+            clr_lo: Default::default(),
         }
     }
 }
@@ -356,12 +358,20 @@ impl<const A: usize> Logic for SelectK<A> {
         self.key_r.d.next = self.keys.read_data.val();
         self.key.next = self.key_r.q.val();
         self.masked.next = self.key.val() & self.pmask.q.val();
-        self.shifted.next = (self.key.val() & !self.pmask.q.val()) >> self.sp.q.val();
+        // The digit: 8 bits of the key below the prefix, from bit `sp`
+        // (≤ 56), as a multiplexer over the positions.
+        self.below.next = self.key.val() & !self.pmask.q.val();
+        self.digit.next = self.below.val().get_bits::<8>(0);
+        for i in 1..57 {
+            if self.sp.q.val().index() == i {
+                self.digit.next = self.below.val().get_bits::<8>(i);
+            }
+        }
         self.v3.d.next = self.v2.q.val();
         self.i3.d.next = self.i2.q.val();
         self.gt3.d.next = self.masked.val() > self.pval.q.val();
         self.eq3.d.next = self.masked.val() == self.pval.q.val();
-        self.bin3.d.next = self.shifted.val().get_bits::<8>(0);
+        self.bin3.d.next = self.digit.val();
         self.cand.next = self.eq3.q.val();
         self.bin.next = self.bin3.q.val();
         self.tie_ok.next = self.eqt.q.val() < self.need.q.val();
@@ -420,13 +430,14 @@ impl<const A: usize> Logic for SelectK<A> {
 
         // A histogram left dirty by an aborted pass is cleared one bin per
         // clock while keys are collected (Setup waits for it).
-        self.clr_m1.next = self.clr.q.val() - 1;
+        self.clr_lo.next = self.clr.q.val().get_bits::<8>(0);
         if self.clr.q.val().any()
             & (self.state.q.val() != SelectState::Hist)
             & (self.state.q.val() != SelectState::Scan)
         {
             self.hist.write_enable.next = true;
-            self.hist.write_address.next = self.clr_m1.val().get_bits::<8>(0);
+            // Bins 255 down to 0 (256 − 1 wraps to 255 in 8 bits).
+            self.hist.write_address.next = self.clr_lo.val() - 1;
             self.hist.write_data.next = 0.into();
             self.clr.d.next = self.clr.q.val() - 1;
         }
