@@ -16,6 +16,9 @@
 //! - `UNUSEDPARAM`: rust-hdl repeats an enum's `localparam`s in every
 //!   module that holds a value of that enum type, including the state
 //!   register's leaf module, which only passes it through.
+//!
+//! Waivers of one signal in one design are in `hdl/lint.vlt`, with their
+//! reasons.
 
 use std::process::Command;
 
@@ -31,7 +34,10 @@ pub fn lint() -> Result<(), String> {
     let mut failed = Vec::new();
     for f in &files {
         let mut cmd = Command::new("verilator");
-        cmd.args(["--lint-only", "-Wall"]).args(WAIVERS).arg(f);
+        cmd.args(["--lint-only", "-Wall"])
+            .args(WAIVERS)
+            .arg(super::root().join("hdl/lint.vlt"))
+            .arg(f);
         if super::run(&mut cmd).is_err() {
             failed.push(f.display().to_string());
         } else {
