@@ -240,7 +240,7 @@ fn verilog_argtopk_matches_model() {
         .flat_map(|(keys, k)| argtopk::stimulus(keys, *k, SYNTH_K_MAX))
         .collect();
     let lines = simulate("argtopk", stim.iter().map(|c| c.vector_line()));
-    let selections = selections_of(&lines);
+    let selections = outputs_by_done(&lines);
     assert_eq!(selections.len(), cases.len());
     for ((keys, k), got) in cases.iter().zip(&selections) {
         let mut want = Vec::new();
@@ -274,11 +274,6 @@ fn outputs_by_done(lines: &[String]) -> Vec<Vec<u32>> {
     }
     assert!(groups.pop().is_some_and(|g| g.is_empty()));
     groups
-}
-
-/// The selections of a top-k testbench (`ArgTopK`, `SelectK`).
-fn selections_of(lines: &[String]) -> Vec<Vec<u32>> {
-    outputs_by_done(lines)
 }
 
 #[test]
@@ -325,7 +320,7 @@ fn verilog_select_k_matches_model() {
         .flat_map(|((keys, k), p)| select_k::stimulus(keys, *k, p.clocks() - keys.len() as u64 - 2))
         .collect();
     let lines = simulate("select_k", stim.iter().map(|c| c.vector_line()));
-    let selections = selections_of(&lines);
+    let selections = outputs_by_done(&lines);
     assert_eq!(selections.len(), cases.len());
     for ((keys, k), got) in cases.iter().zip(&selections) {
         let mut want = Vec::new();

@@ -78,8 +78,6 @@ pub enum EngineUnit {
     Gemv,
     /// Softmax unit.
     Softmax,
-    /// Argtopk unit.
-    TopK,
 }
 
 impl EngineModel {
@@ -98,8 +96,6 @@ impl EngineModel {
             EngineUnit::Softmax => {
                 self.softmax_cycles_per_elem * work.softmax_elems + self.softmax_latency_cycles
             }
-            // Data-dependent: see `topk_cycles`.
-            EngineUnit::TopK => 0,
         }
     }
 
